@@ -1,0 +1,636 @@
+#include "dsl/session.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+#include "dsl/options.hpp"
+#include "engine/extract.hpp"
+#include "engine/query_plan.hpp"
+#include "engine/runner.hpp"
+#include "support/diagnostic.hpp"
+
+namespace kiln::dsl {
+
+using engine::FunctionDecl;
+using engine::FunctionKind;
+using engine::MergeKind;
+using engine::SortId;
+using engine::Value;
+using support::UserError;
+
+namespace {
+
+std::vector<const Sexp*> list_items(const Sexp& list, const char* what) {
+  if (!list.is_list()) throw UserError(std::string("expected a list of ") + what, list.span);
+  std::vector<const Sexp*> out;
+  for (const Sexp& item : list.items) out.push_back(&item);
+  return out;
+}
+
+std::int64_t expect_int(const Sexp& s, const char* what) {
+  if (s.kind != SexpKind::Int) throw UserError(std::string("expected ") + what, s.span);
+  return s.int_value;
+}
+
+std::uint64_t expect_count(const Sexp& s, const char* what) {
+  std::int64_t n = expect_int(s, what);
+  if (n < 0) throw UserError(std::string(what) + " must not be negative", s.span);
+  return static_cast<std::uint64_t>(n);
+}
+
+const std::string& expect_symbol(const Sexp& s, const char* what) {
+  if (!s.is_symbol()) throw UserError(std::string("expected ") + what, s.span);
+  return s.text;
+}
+
+std::string source_text(const Sexp& s) {
+  if (!s.span.known()) return s.to_string();
+  return s.span.file->text().substr(s.span.begin, s.span.end - s.span.begin);
+}
+
+}  // namespace
+
+Session::Session(std::ostream& out) : out_(out) { builtins_ = engine::add_builtins(state_.egraph); }
+
+Scope Session::scope() const {
+  return Scope{const_cast<engine::EGraph&>(state_.egraph), builtins_, state_.globals};
+}
+
+const Global* Session::global(const std::string& name) const {
+  auto found = state_.globals.find(name);
+  return found == state_.globals.end() ? nullptr : &found->second;
+}
+
+void Session::run_file(const std::string& path) {
+  auto file = support::SourceFile::load(path);
+  include_dirs_.push_back(std::filesystem::path(path).parent_path().string());
+  try {
+    run_sexps(read_sexps(file));
+  } catch (...) {
+    include_dirs_.pop_back();
+    throw;
+  }
+  include_dirs_.pop_back();
+}
+
+void Session::run_text(const std::string& name, const std::string& text) {
+  run_sexps(read_sexps(std::make_shared<const support::SourceFile>(name, text)));
+}
+
+void Session::run_sexps(const std::vector<Sexp>& commands) {
+  for (const Sexp& command : commands) run_command(command);
+}
+
+void Session::run_command(const Sexp& c) {
+  if (!c.is_list() || c.items.empty() || !c.items[0].is_symbol()) {
+    throw UserError("expected a command such as (datatype ...), (rule ...) or (run ...)", c.span);
+  }
+  const std::string& head = c.items[0].text;
+  if (head == "sort") declare_sort(c);
+  else if (head == "datatype") declare_datatype(c);
+  else if (head == "datatype*") declare_datatypes(c);
+  else if (head == "constructor") declare_constructor(c);
+  else if (head == "function") declare_function(c, FunctionKind::Function);
+  else if (head == "relation") declare_function(c, FunctionKind::Relation);
+  else if (head == "ruleset") declare_ruleset(c);
+  else if (head == "rule") add_rule(c);
+  else if (head == "rewrite") add_rewrite(c, false);
+  else if (head == "birewrite") add_rewrite(c, true);
+  else if (head == "let") let_global(c);
+  else if (head == "run") run(c);
+  else if (head == "run-schedule") run_schedule(c);
+  else if (head == "check") check(c);
+  else if (head == "fail") fail(c);
+  else if (head == "extract") extract(c);
+  else if (head == "push") push(c);
+  else if (head == "pop") pop(c);
+  else if (head == "print-size") print_size(c);
+  else if (head == "print-function") print_function(c);
+  else if (head == "print-stats") print_stats(c);
+  else if (head == "include") include(c);
+  else run_top_level_actions(c);
+  state_.egraph.rebuild();
+}
+
+// ----- declarations --------------------------------------------------------------------------
+
+void Session::check_new_name(const Sexp& name) const {
+  const std::string& n = expect_symbol(name, "a name");
+  if (state_.egraph.find_sort(n)) throw UserError("sort '" + n + "' is already declared", name.span);
+  if (state_.egraph.find_function(n) || state_.egraph.primitives().contains(n)) {
+    throw UserError("function '" + n + "' is already declared", name.span);
+  }
+  if (state_.globals.count(n)) throw UserError("'" + n + "' is already a global", name.span);
+}
+
+SortId Session::lookup_sort(const Sexp& name) const {
+  if (name.is_list()) {
+    throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", name.span);
+  }
+  const std::string& n = expect_symbol(name, "a sort name");
+  std::optional<SortId> sort = state_.egraph.find_sort(n);
+  if (!sort) throw UserError("unknown sort '" + n + "'", name.span);
+  return *sort;
+}
+
+void Session::declare_sort(const Sexp& c) {
+  if (c.items.size() == 3) {
+    throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", c.items[2].span);
+  }
+  if (c.items.size() != 2) throw UserError("expected (sort Name)", c.span);
+  check_new_name(c.items[1]);
+  state_.egraph.add_sort(engine::Sort{c.items[1].text, true, nullptr});
+}
+
+void Session::add_constructor(const std::string& name, const std::vector<SortId>& inputs,
+                              SortId output, std::uint64_t cost, bool unextractable,
+                              const support::Span& span) {
+  if (!state_.egraph.is_eq(output)) {
+    throw UserError("a constructor must return a datatype or eq-sort, not " +
+                        sort_name(state_.egraph, output),
+                    span);
+  }
+  FunctionDecl decl;
+  decl.name = name;
+  decl.kind = FunctionKind::Constructor;
+  decl.inputs = inputs;
+  decl.output = output;
+  decl.merge = MergeKind::Union;
+  decl.cost = cost;
+  decl.unextractable = unextractable;
+  state_.egraph.add_function(std::move(decl));
+}
+
+void Session::declare_datatype(const Sexp& c) {
+  if (c.items.size() < 2) throw UserError("expected (datatype Name (Variant sorts...) ...)", c.span);
+  check_new_name(c.items[1]);
+  SortId sort = state_.egraph.add_sort(engine::Sort{c.items[1].text, true, nullptr});
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    const Sexp& variant = c.items[i];
+    if (!variant.is_list() || variant.items.empty()) {
+      throw UserError("expected a variant (Name sorts... [:cost N])", variant.span);
+    }
+    check_new_name(variant.items[0]);
+    CommandParts parts = split_options(variant, {":cost"}, {":unextractable"});
+    std::vector<SortId> inputs;
+    for (const Sexp* s : parts.positional) inputs.push_back(lookup_sort(*s));
+    std::uint64_t cost = parts.has(":cost") ? expect_count(parts.value(":cost"), "a cost") : 1;
+    add_constructor(variant.items[0].text, inputs, sort, cost, parts.has(":unextractable"),
+                    variant.span);
+  }
+}
+
+void Session::declare_datatypes(const Sexp& c) {
+  // Declare every sort first so variants may refer to each other.
+  for (std::size_t i = 1; i < c.items.size(); ++i) {
+    const Sexp& group = c.items[i];
+    if (!group.is_list() || group.items.empty()) {
+      throw UserError("expected (Name (Variant sorts...) ...)", group.span);
+    }
+    if (group.items[0].is_symbol("sort")) {
+      throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", group.span);
+    }
+    check_new_name(group.items[0]);
+    state_.egraph.add_sort(engine::Sort{group.items[0].text, true, nullptr});
+  }
+  for (std::size_t i = 1; i < c.items.size(); ++i) {
+    const Sexp& group = c.items[i];
+    SortId sort = *state_.egraph.find_sort(group.items[0].text);
+    for (std::size_t v = 1; v < group.items.size(); ++v) {
+      const Sexp& variant = group.items[v];
+      if (!variant.is_list() || variant.items.empty()) {
+        throw UserError("expected a variant (Name sorts... [:cost N])", variant.span);
+      }
+      check_new_name(variant.items[0]);
+      CommandParts parts = split_options(variant, {":cost"}, {":unextractable"});
+      std::vector<SortId> inputs;
+      for (const Sexp* s : parts.positional) inputs.push_back(lookup_sort(*s));
+      std::uint64_t cost = parts.has(":cost") ? expect_count(parts.value(":cost"), "a cost") : 1;
+      add_constructor(variant.items[0].text, inputs, sort, cost, parts.has(":unextractable"),
+                      variant.span);
+    }
+  }
+}
+
+void Session::declare_constructor(const Sexp& c) {
+  CommandParts parts = split_options(c, {":cost"}, {":unextractable"});
+  if (parts.positional.size() != 3) {
+    throw UserError("expected (constructor Name (input sorts...) OutputSort)", c.span);
+  }
+  check_new_name(*parts.positional[0]);
+  std::vector<SortId> inputs;
+  for (const Sexp* s : list_items(*parts.positional[1], "input sorts")) inputs.push_back(lookup_sort(*s));
+  SortId output = lookup_sort(*parts.positional[2]);
+  std::uint64_t cost = parts.has(":cost") ? expect_count(parts.value(":cost"), "a cost") : 1;
+  add_constructor(parts.positional[0]->text, inputs, output, cost, parts.has(":unextractable"),
+                  c.span);
+}
+
+void Session::declare_function(const Sexp& c, FunctionKind kind) {
+  bool relation = kind == FunctionKind::Relation;
+  CommandParts parts = relation ? split_options(c, {})
+                                : split_options(c, {":merge", ":cost"}, {":no-merge", ":unextractable"});
+  std::size_t want = relation ? 2 : 3;
+  if (parts.positional.size() != want) {
+    throw UserError(relation ? "expected (relation Name (sorts...))"
+                             : "expected (function Name (input sorts...) OutputSort :merge EXPR)",
+                    c.span);
+  }
+  check_new_name(*parts.positional[0]);
+  FunctionDecl decl;
+  decl.name = parts.positional[0]->text;
+  decl.kind = kind;
+  for (const Sexp* s : list_items(*parts.positional[1], "input sorts")) {
+    decl.inputs.push_back(lookup_sort(*s));
+  }
+  if (relation) {
+    decl.output = builtins_.unit;
+    decl.merge = MergeKind::NoMerge;  // all outputs are (), so rows never conflict
+  } else {
+    decl.output = lookup_sort(*parts.positional[2]);
+    if (parts.has(":merge") == parts.has(":no-merge")) {
+      throw UserError("a function needs exactly one of :merge EXPR or :no-merge", c.span);
+    }
+    if (parts.has(":merge")) {
+      auto merge = std::make_shared<CompiledExpression>(
+          compile_merge(scope(), parts.value(":merge"), decl.output));
+      decl.merge = MergeKind::Custom;
+      std::string name = decl.name;
+      decl.merge_fn = [merge, name](engine::EGraph& egraph, Value old_value, Value new_value) {
+        std::vector<Value> registers(std::max<std::uint32_t>(merge->program.num_registers, 2));
+        registers[0] = old_value;
+        registers[1] = new_value;
+        try {
+          engine::run_actions(egraph, merge->program, registers.data());
+        } catch (const UserError& e) {
+          throw UserError("merge function of '" + name + "' failed: " + e.message(), e.span());
+        }
+        return registers[merge->result];
+      };
+    } else {
+      decl.merge = MergeKind::NoMerge;
+    }
+    if (parts.has(":cost")) decl.cost = expect_count(parts.value(":cost"), "a cost");
+    decl.unextractable = parts.has(":unextractable");
+  }
+  state_.egraph.add_function(std::move(decl));
+}
+
+void Session::declare_ruleset(const Sexp& c) {
+  if (c.items.size() != 2) throw UserError("expected (ruleset name)", c.span);
+  const std::string& name = expect_symbol(c.items[1], "a ruleset name");
+  if (state_.rulesets.count(name)) {
+    throw UserError("ruleset '" + name + "' is already declared", c.items[1].span);
+  }
+  state_.rulesets.insert(name);
+}
+
+void Session::require_ruleset(const std::string& name, const support::Span& span) const {
+  if (!state_.rulesets.count(name)) throw UserError("no such ruleset '" + name + "'", span);
+}
+
+// ----- rules ---------------------------------------------------------------------------------
+
+namespace {
+
+std::string option_string(const CommandParts& parts, const std::string& key) {
+  if (!parts.has(key)) return "";
+  const Sexp& v = parts.value(key);
+  if (v.kind == SexpKind::String) return v.text;
+  if (v.is_symbol()) return v.text;
+  throw UserError("expected a name", v.span);
+}
+
+}  // namespace
+
+void Session::add_rule(const Sexp& c) {
+  CommandParts parts = split_options(c, {":ruleset", ":name"});
+  if (parts.positional.size() != 2) throw UserError("expected (rule (facts...) (actions...))", c.span);
+  engine::Rule rule;
+  rule.ruleset = option_string(parts, ":ruleset");
+  if (parts.has(":ruleset")) require_ruleset(rule.ruleset, parts.value(":ruleset").span);
+  rule.name = parts.has(":name") ? option_string(parts, ":name") : source_text(c);
+  for (const engine::Rule& other : state_.rules) {
+    if (other.name == rule.name && parts.has(":name")) {
+      throw UserError("a rule named '" + rule.name + "' already exists", parts.value(":name").span);
+    }
+  }
+  CompiledQuery query = compile_query(scope(), list_items(*parts.positional[0], "facts"));
+  rule.actions = compile_actions(scope(), query, list_items(*parts.positional[1], "actions"),
+                                 ActionContext::Rule);
+  if (query.never_matches) return;
+  rule.query = std::move(query.query);
+  rule.span = c.span;
+  state_.rules.push_back(std::move(rule));
+}
+
+void Session::add_rewrite(const Sexp& c, bool both_ways) {
+  CommandParts parts = split_options(c, {":ruleset", ":name"}, {":subsume"}, {":when"});
+  if (parts.positional.size() != 2) throw UserError("expected (rewrite lhs rhs)", c.span);
+  std::string ruleset = option_string(parts, ":ruleset");
+  if (parts.has(":ruleset")) require_ruleset(ruleset, parts.value(":ruleset").span);
+  std::vector<const Sexp*> conditions;
+  if (parts.has(":when")) {
+    for (const Sexp* group : parts.options.at(":when")) {
+      for (const Sexp* fact : list_items(*group, "facts")) conditions.push_back(fact);
+    }
+  }
+  std::string base = parts.has(":name") ? option_string(parts, ":name") : source_text(c);
+  for (int direction = 0; direction < (both_ways ? 2 : 1); ++direction) {
+    const Sexp& lhs = *parts.positional[direction];
+    const Sexp& rhs = *parts.positional[1 - direction];
+    if (!lhs.is_list() || lhs.items.empty()) {
+      throw UserError("the left side of a rewrite must be a constructor call", lhs.span);
+    }
+    // (rule ((= root lhs) conditions...) ((union root rhs)))
+    Sexp root;
+    root.kind = SexpKind::Symbol;
+    root.text = " rewrite-root";  // a name no user can write
+    root.span = lhs.span;
+    Sexp eq;
+    eq.kind = SexpKind::List;
+    eq.span = lhs.span;
+    Sexp eq_head;
+    eq_head.kind = SexpKind::Symbol;
+    eq_head.text = "=";
+    eq.items = {eq_head, root, lhs};
+    std::vector<const Sexp*> facts{&eq};
+    facts.insert(facts.end(), conditions.begin(), conditions.end());
+    CompiledQuery query = compile_query(scope(), facts);
+    const Binding& root_binding = query.names.at(root.text);
+    if (!state_.egraph.is_eq(root_binding.sort)) {
+      throw UserError("the left side of a rewrite must be a constructor call", lhs.span);
+    }
+    Sexp union_action;
+    union_action.kind = SexpKind::List;
+    union_action.span = rhs.span;
+    Sexp union_head;
+    union_head.kind = SexpKind::Symbol;
+    union_head.text = "union";
+    union_action.items = {union_head, root, rhs};
+    std::vector<const Sexp*> actions{&union_action};
+    Sexp subsume_action;
+    if (parts.has(":subsume")) {
+      subsume_action.kind = SexpKind::List;
+      subsume_action.span = lhs.span;
+      Sexp head;
+      head.kind = SexpKind::Symbol;
+      head.text = "subsume";
+      subsume_action.items = {head, lhs};
+      actions.push_back(&subsume_action);
+    }
+    engine::Rule rule;
+    rule.name = direction == 0 ? base : base + " (reversed)";
+    rule.ruleset = ruleset;
+    rule.actions = compile_actions(scope(), query, actions, ActionContext::Rule);
+    if (query.never_matches) continue;
+    rule.query = std::move(query.query);
+    rule.span = c.span;
+    state_.rules.push_back(std::move(rule));
+  }
+}
+
+// ----- actions and globals -------------------------------------------------------------------
+
+void Session::run_top_level_actions(const Sexp& c) {
+  const std::string& head = c.items[0].text;
+  static const std::set<std::string> actions{"set", "union", "delete", "subsume", "panic"};
+  bool is_call = state_.egraph.find_function(head) || state_.egraph.primitives().contains(head);
+  if (!actions.count(head) && !is_call) {
+    throw UserError("unknown command or function '" + head + "'", c.items[0].span);
+  }
+  CompiledQuery empty;
+  engine::ActionProgram program = compile_actions(scope(), empty, {&c}, ActionContext::TopLevel);
+  std::vector<Value> registers(program.num_registers);
+  engine::run_actions(state_.egraph, program, registers.data());
+}
+
+void Session::let_global(const Sexp& c) {
+  if (c.items.size() != 3) throw UserError("expected (let name expr)", c.span);
+  check_new_name(c.items[1]);
+  CompiledExpression expr = compile_expression(scope(), c.items[2]);
+  std::vector<Value> registers(expr.program.num_registers);
+  engine::run_actions(state_.egraph, expr.program, registers.data());
+  state_.globals[c.items[1].text] = Global{expr.sort, registers[expr.result]};
+}
+
+// ----- running -------------------------------------------------------------------------------
+
+void Session::execute_schedule(const engine::Schedule& schedule) {
+  engine::Runner runner(state_.egraph, state_.rules, limits_);
+  engine::RunReport report = runner.run(schedule);
+  total_report_.absorb(report);
+}
+
+void Session::run(const Sexp& c) {
+  CommandParts parts = split_options(c, {}, {}, {":until"});
+  std::string ruleset;
+  std::uint64_t times = 0;
+  if (parts.positional.size() == 1) {
+    times = expect_count(*parts.positional[0], "an iteration count");
+  } else if (parts.positional.size() == 2) {
+    ruleset = expect_symbol(*parts.positional[0], "a ruleset name");
+    require_ruleset(ruleset, parts.positional[0]->span);
+    times = expect_count(*parts.positional[1], "an iteration count");
+  } else {
+    throw UserError("expected (run N) or (run ruleset N)", c.span);
+  }
+  std::optional<engine::Query> until;
+  if (parts.has(":until")) until = compile_query(scope(), parts.options.at(":until")).query;
+  execute_schedule(engine::Schedule::repeat(times, engine::Schedule::run(ruleset, until)));
+}
+
+engine::Schedule Session::parse_schedule(const Sexp& s) {
+  if (s.is_symbol()) {
+    require_ruleset(s.text, s.span);
+    return engine::Schedule::run(s.text);
+  }
+  if (!s.is_list() || s.items.empty() || !s.items[0].is_symbol()) {
+    throw UserError("expected a schedule: (run ...), (repeat N ...), (saturate ...) or (seq ...)", s.span);
+  }
+  const std::string& head = s.items[0].text;
+  auto children = [&](std::size_t from) {
+    std::vector<engine::Schedule> out;
+    for (std::size_t i = from; i < s.items.size(); ++i) out.push_back(parse_schedule(s.items[i]));
+    return out;
+  };
+  if (head == "run") {
+    CommandParts parts = split_options(s, {}, {}, {":until"});
+    std::string ruleset;
+    if (parts.positional.size() > 1 || (parts.positional.size() == 1 && !parts.positional[0]->is_symbol())) {
+      throw UserError("a schedule's run takes a ruleset name only, e.g. (repeat 3 (run name))", s.span);
+    }
+    if (parts.positional.size() == 1) {
+      ruleset = parts.positional[0]->text;
+      require_ruleset(ruleset, parts.positional[0]->span);
+    }
+    std::optional<engine::Query> until;
+    if (parts.has(":until")) until = compile_query(scope(), parts.options.at(":until")).query;
+    return engine::Schedule::run(ruleset, until);
+  }
+  if (head == "repeat") {
+    if (s.items.size() < 2) throw UserError("expected (repeat N schedule...)", s.span);
+    std::uint64_t times = expect_count(s.items[1], "a repeat count");
+    return engine::Schedule::repeat(times, engine::Schedule::seq(children(2)));
+  }
+  if (head == "saturate") return engine::Schedule::saturate(engine::Schedule::seq(children(1)));
+  if (head == "seq") return engine::Schedule::seq(children(1));
+  throw UserError("unknown schedule '" + head + "'", s.items[0].span);
+}
+
+void Session::run_schedule(const Sexp& c) {
+  std::vector<engine::Schedule> steps;
+  for (std::size_t i = 1; i < c.items.size(); ++i) steps.push_back(parse_schedule(c.items[i]));
+  execute_schedule(engine::Schedule::seq(std::move(steps)));
+}
+
+// ----- queries and output --------------------------------------------------------------------
+
+void Session::check(const Sexp& c) {
+  std::vector<const Sexp*> facts;
+  for (std::size_t i = 1; i < c.items.size(); ++i) facts.push_back(&c.items[i]);
+  CompiledQuery query = compile_query(scope(), facts);
+  state_.egraph.rebuild();
+  if (query.never_matches || !engine::has_match(state_.egraph, query.query)) {
+    throw UserError("check failed", c.span);
+  }
+}
+
+void Session::fail(const Sexp& c) {
+  if (c.items.size() != 2) throw UserError("expected (fail command)", c.span);
+  try {
+    run_command(c.items[1]);
+  } catch (const UserError&) {
+    return;
+  }
+  throw UserError("command should have failed", c.span);
+}
+
+void Session::extract(const Sexp& c) {
+  if (c.items.size() != 2 && c.items.size() != 3) throw UserError("expected (extract expr [N])", c.span);
+  CompiledExpression expr = compile_expression(scope(), c.items[1]);
+  std::uint64_t variants = c.items.size() == 3 ? expect_count(c.items[2], "a number of variants") : 0;
+  std::vector<Value> registers(expr.program.num_registers);
+  engine::run_actions(state_.egraph, expr.program, registers.data());
+  state_.egraph.rebuild();
+  Value value = registers[expr.result];
+  engine::TreeExtractor extractor(state_.egraph);
+  try {
+    if (variants == 0) {
+      out_ << extractor.term(expr.sort, value) << "\n";
+      return;
+    }
+    std::vector<std::string> terms = extractor.variants(expr.sort, value, variants);
+    if (terms.empty()) throw UserError("no extractable term");
+    out_ << "(\n";
+    for (const std::string& t : terms) out_ << "   " << t << "\n";
+    out_ << ")\n";
+  } catch (const UserError& e) {
+    throw UserError("extraction failed: " + e.message(), c.span);
+  }
+}
+
+void Session::push(const Sexp& c) {
+  std::uint64_t n = c.items.size() > 1 ? expect_count(c.items[1], "a count") : 1;
+  for (std::uint64_t i = 0; i < n; ++i) stack_.push_back(state_);
+}
+
+void Session::pop(const Sexp& c) {
+  std::uint64_t n = c.items.size() > 1 ? expect_count(c.items[1], "a count") : 1;
+  if (n > stack_.size()) throw UserError("pop without a matching push", c.span);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    state_ = std::move(stack_.back());
+    stack_.pop_back();
+  }
+}
+
+void Session::print_size(const Sexp& c) {
+  const engine::EGraph& g = state_.egraph;
+  if (c.items.size() == 2) {
+    const std::string& name = expect_symbol(c.items[1], "a function name");
+    std::optional<engine::FunctionId> f = g.find_function(name);
+    if (!f) throw UserError("unknown function '" + name + "'", c.items[1].span);
+    out_ << g.table(*f).size() << "\n";
+    return;
+  }
+  if (c.items.size() != 1) throw UserError("expected (print-size [function])", c.span);
+  std::vector<std::pair<std::string, std::size_t>> sizes;
+  for (engine::FunctionId f = 0; f < g.num_functions(); ++f) {
+    sizes.emplace_back(g.function(f).name, g.table(f).size());
+  }
+  std::sort(sizes.begin(), sizes.end());
+  out_ << "(";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    out_ << (i ? "\n " : "") << "(" << sizes[i].first << " " << sizes[i].second << ")";
+  }
+  out_ << ")\n";
+}
+
+void Session::print_function(const Sexp& c) {
+  CommandParts parts = split_options(c, {":mode"});
+  if (parts.positional.empty() || parts.positional.size() > 2) {
+    throw UserError("expected (print-function name [N])", c.span);
+  }
+  const std::string& name = expect_symbol(*parts.positional[0], "a function name");
+  std::uint64_t limit = parts.positional.size() == 2
+                            ? expect_count(*parts.positional[1], "a row count")
+                            : UINT64_MAX;
+  engine::EGraph& g = state_.egraph;
+  engine::TreeExtractor extractor(g);
+  auto show = [&](SortId sort, Value v) {
+    try {
+      return extractor.term(sort, v);
+    } catch (const UserError&) {
+      return std::string("Unextractable");
+    }
+  };
+  if (const Global* global = this->global(name)) {
+    out_ << "(\n";
+    if (limit > 0) out_ << "   (" << name << ") -> " << show(global->sort, global->value) << "\n";
+    out_ << ")\n";
+    return;
+  }
+  std::optional<engine::FunctionId> f = g.find_function(name);
+  if (!f) throw UserError("unknown function '" + name + "'", parts.positional[0]->span);
+  const FunctionDecl& decl = g.function(*f);
+  const engine::Table& t = g.table(*f);
+  out_ << "(\n";
+  std::uint64_t shown = 0;
+  for (engine::RowId r = 0; r < t.end() && shown < limit; ++r) {
+    if (!t.alive(r)) continue;
+    ++shown;
+    const Value* row = t.row(r);
+    std::string key = "(" + decl.name;
+    for (std::size_t i = 0; i < decl.inputs.size(); ++i) key += " " + show(decl.inputs[i], row[i]);
+    key += ")";
+    out_ << "   " << key;
+    if (decl.kind == FunctionKind::Relation) {
+      out_ << " -> " << key;
+    } else if (decl.output != builtins_.unit) {
+      out_ << " -> " << show(decl.output, row[decl.inputs.size()]);
+    }
+    out_ << "\n";
+  }
+  out_ << ")\n";
+}
+
+void Session::print_stats(const Sexp&) { out_ << total_report_.summary(); }
+
+void Session::include(const Sexp& c) {
+  if (c.items.size() != 2 || c.items[1].kind != SexpKind::String) {
+    throw UserError("expected (include \"path\")", c.span);
+  }
+  std::string path = c.items[1].text;
+  if (!std::filesystem::exists(path) && !include_dirs_.empty()) {
+    std::filesystem::path beside = std::filesystem::path(include_dirs_.back()) / path;
+    if (std::filesystem::exists(beside)) path = beside.string();
+  }
+  if (!std::filesystem::exists(path)) {
+    throw UserError("cannot read included file '" + c.items[1].text + "'", c.items[1].span);
+  }
+  run_file(path);
+}
+
+}  // namespace kiln::dsl

@@ -1,0 +1,57 @@
+#include "engine/action.hpp"
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::engine {
+
+void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers) {
+  std::vector<Value> args;
+  for (const ActionInstr& instr : program.instrs) {
+    args.resize(instr.args.size());
+    for (std::size_t i = 0; i < instr.args.size(); ++i) {
+      const Operand& o = instr.args[i];
+      args[i] = o.is_constant ? o.constant : registers[o.reg];
+    }
+    switch (instr.op) {
+      case ActionOp::Construct:
+        registers[instr.dst] = egraph.lookup_or_insert(instr.function, args.data());
+        break;
+      case ActionOp::Lookup: {
+        auto found = egraph.lookup(instr.function, args.data());
+        if (!found) {
+          throw support::UserError(
+              "lookup of '" + egraph.function(instr.function).name + "' found no row", instr.span);
+        }
+        registers[instr.dst] = *found;
+        break;
+      }
+      case ActionOp::Primitive: {
+        Value result = 0;
+        if (!instr.primitive->apply(args.data(), args.size(), result)) {
+          throw support::UserError("primitive '" + instr.primitive->name + "' failed", instr.span);
+        }
+        registers[instr.dst] = result;
+        break;
+      }
+      case ActionOp::Copy:
+        registers[instr.dst] = args[0];
+        break;
+      case ActionOp::Set:
+        egraph.set(instr.function, args.data(), args.back());
+        break;
+      case ActionOp::Union:
+        egraph.unite(args[0], args[1]);
+        break;
+      case ActionOp::Delete:
+        egraph.remove(instr.function, args.data());
+        break;
+      case ActionOp::Subsume:
+        egraph.subsume(instr.function, args.data());
+        break;
+      case ActionOp::Panic:
+        throw support::UserError("panic: " + instr.message, instr.span);
+    }
+  }
+}
+
+}  // namespace kiln::engine

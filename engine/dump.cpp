@@ -1,0 +1,116 @@
+#include "engine/dump.hpp"
+
+#include <map>
+#include <sstream>
+#include <vector>
+
+namespace kiln::engine {
+namespace {
+
+struct DumpNode {
+  std::string label;
+  std::size_t eclass;
+  std::vector<std::size_t> children;  // numbered e-classes
+  std::vector<std::string> literals;  // printed primitive arguments
+};
+
+struct Numbered {
+  std::vector<std::string> class_sorts;
+  std::vector<DumpNode> nodes;
+};
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+// Numbers e-classes by first appearance over constructor rows in table order.
+Numbered number(const EGraph& egraph) {
+  Numbered out;
+  std::map<Value, std::size_t> ids;
+  auto id_of = [&](Value eclass, SortId sort) {
+    Value root = egraph.find_const(eclass);
+    auto [it, fresh] = ids.emplace(root, ids.size());
+    if (fresh) out.class_sorts.push_back(egraph.sort(sort).name);
+    return it->second;
+  };
+  for (FunctionId f = 0; f < egraph.num_functions(); ++f) {
+    const FunctionDecl& decl = egraph.function(f);
+    if (decl.kind != FunctionKind::Constructor) continue;
+    const Table& t = egraph.table(f);
+    for (RowId r = 0; r < t.end(); ++r) {
+      if (!t.alive(r)) continue;
+      const Value* row = t.row(r);
+      DumpNode node{decl.name, id_of(row[decl.inputs.size()], decl.output), {}, {}};
+      for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+        const Sort& s = egraph.sort(decl.inputs[i]);
+        if (s.is_eq) {
+          node.children.push_back(id_of(row[i], decl.inputs[i]));
+        } else {
+          node.literals.push_back(s.primitive->print(row[i]));
+        }
+      }
+      out.nodes.push_back(std::move(node));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_dot(const EGraph& egraph) {
+  Numbered n = number(egraph);
+  std::ostringstream out;
+  out << "digraph egraph {\n  compound=true;\n  node [shape=box];\n";
+  std::vector<std::vector<std::size_t>> members(n.class_sorts.size());
+  for (std::size_t i = 0; i < n.nodes.size(); ++i) members[n.nodes[i].eclass].push_back(i);
+  for (std::size_t c = 0; c < members.size(); ++c) {
+    out << "  subgraph cluster_" << c << " {\n    label=\"e" << c << " : "
+        << escape(n.class_sorts[c]) << "\";\n";
+    for (std::size_t i : members[c]) {
+      std::string label = n.nodes[i].label;
+      for (const std::string& lit : n.nodes[i].literals) label += " " + lit;
+      out << "    n" << i << " [label=\"" << escape(label) << "\"];\n";
+    }
+    out << "  }\n";
+  }
+  for (std::size_t i = 0; i < n.nodes.size(); ++i) {
+    for (std::size_t child : n.nodes[i].children) {
+      if (members[child].empty()) continue;
+      out << "  n" << i << " -> n" << members[child][0] << " [lhead=cluster_" << child << "];\n";
+    }
+  }
+  out << "}\n";
+  return out.str();
+}
+
+std::string to_json(const EGraph& egraph) {
+  Numbered n = number(egraph);
+  std::vector<std::vector<std::size_t>> members(n.class_sorts.size());
+  for (std::size_t i = 0; i < n.nodes.size(); ++i) members[n.nodes[i].eclass].push_back(i);
+  std::ostringstream out;
+  out << "{\"classes\": [";
+  for (std::size_t c = 0; c < members.size(); ++c) {
+    out << (c ? ",\n  " : "\n  ") << "{\"id\": " << c << ", \"sort\": \"" << escape(n.class_sorts[c])
+        << "\", \"nodes\": [";
+    for (std::size_t k = 0; k < members[c].size(); ++k) {
+      const DumpNode& node = n.nodes[members[c][k]];
+      out << (k ? ", " : "") << "{\"op\": \"" << escape(node.label) << "\", \"children\": [";
+      for (std::size_t j = 0; j < node.children.size(); ++j) out << (j ? ", " : "") << node.children[j];
+      out << "], \"literals\": [";
+      for (std::size_t j = 0; j < node.literals.size(); ++j) {
+        out << (j ? ", " : "") << "\"" << escape(node.literals[j]) << "\"";
+      }
+      out << "]}";
+    }
+    out << "]}";
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+}  // namespace kiln::engine

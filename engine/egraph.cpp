@@ -1,0 +1,206 @@
+#include "engine/egraph.hpp"
+
+#include <algorithm>
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::engine {
+
+EGraph::EGraph() : primitives_(std::make_shared<PrimitiveTable>()) {}
+
+SortId EGraph::add_sort(Sort sort) {
+  KILN_ASSERT(!sort_by_name_.count(sort.name), "duplicate sort " + sort.name);
+  SortId id = static_cast<SortId>(sorts_.size());
+  sort_by_name_[sort.name] = id;
+  sorts_.push_back(std::move(sort));
+  return id;
+}
+
+std::optional<SortId> EGraph::find_sort(const std::string& name) const {
+  auto found = sort_by_name_.find(name);
+  if (found == sort_by_name_.end()) return std::nullopt;
+  return found->second;
+}
+
+FunctionId EGraph::add_function(FunctionDecl decl) {
+  KILN_ASSERT(!function_by_name_.count(decl.name), "duplicate function " + decl.name);
+  if (decl.inputs.size() + 1 > kMaxColumns) {
+    throw support::UserError("function '" + decl.name + "' has more than " +
+                             std::to_string(kMaxColumns - 1) + " arguments");
+  }
+  FunctionId id = static_cast<FunctionId>(functions_.size());
+  function_by_name_[decl.name] = id;
+  std::vector<bool> eq_columns;
+  for (SortId s : decl.inputs) eq_columns.push_back(sorts_[s].is_eq);
+  eq_columns.push_back(sorts_[decl.output].is_eq);
+  bool any_eq = std::find(eq_columns.begin(), eq_columns.end(), true) != eq_columns.end();
+  auto num_keys = static_cast<std::uint32_t>(decl.inputs.size());
+  functions_.push_back(FunctionEntry{std::move(decl), Table(num_keys), std::move(eq_columns), any_eq});
+  return id;
+}
+
+std::optional<FunctionId> EGraph::find_function(const std::string& name) const {
+  auto found = function_by_name_.find(name);
+  if (found == function_by_name_.end()) return std::nullopt;
+  return found->second;
+}
+
+bool EGraph::unite(Value a, Value b) {
+  if (union_find_.find(a) == union_find_.find(b)) return false;
+  union_find_.unite(a, b);
+  ++version_;
+  return true;
+}
+
+void EGraph::canonicalize_keys(const FunctionEntry& f, Value* keys) {
+  for (std::size_t i = 0; i < f.decl.inputs.size(); ++i) {
+    if (f.eq_columns[i]) keys[i] = union_find_.find(keys[i]);
+  }
+}
+
+Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
+  FunctionEntry& f = functions_[id];
+  Value keys[kMaxColumns];
+  std::copy_n(keys_in, f.decl.inputs.size(), keys);
+  canonicalize_keys(f, keys);
+  RowId r = f.table.find(keys);
+  if (r != kNoRow) return canonical(f.decl.output, f.table.output(r));
+  Value fresh = make_class();
+  f.table.append(keys, fresh, now_, false);
+  ++version_;
+  return fresh;
+}
+
+std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
+  FunctionEntry& f = functions_[id];
+  Value keys[kMaxColumns];
+  std::copy_n(keys_in, f.decl.inputs.size(), keys);
+  canonicalize_keys(f, keys);
+  RowId r = f.table.find(keys);
+  if (r == kNoRow) return std::nullopt;
+  return canonical(f.decl.output, f.table.output(r));
+}
+
+void EGraph::write_row(FunctionEntry& f, const Value* keys, Value output, bool subsumed) {
+  RowId r = f.table.find(keys);
+  if (r == kNoRow) {
+    f.table.append(keys, output, now_, subsumed);
+    ++version_;
+    return;
+  }
+  if (subsumed && !f.table.subsumed(r)) {
+    f.table.set_subsumed(r);
+    ++version_;
+  }
+  Value old_value = canonical(f.decl.output, f.table.output(r));
+  if (old_value == output) return;
+  switch (f.decl.merge) {
+    case MergeKind::Union:
+      unite(old_value, output);
+      return;
+    case MergeKind::NoMerge:
+      throw support::UserError("conflicting outputs for function '" + f.decl.name +
+                               "' (it was declared :no-merge)");
+    case MergeKind::Custom: {
+      Value merged = canonical(f.decl.output, f.decl.merge_fn(*this, old_value, output));
+      if (merged == old_value) return;
+      bool was_subsumed = f.table.subsumed(r);
+      f.table.kill(r);
+      f.table.append(keys, merged, now_, was_subsumed);
+      ++version_;
+      return;
+    }
+  }
+}
+
+void EGraph::set(FunctionId id, const Value* keys_in, Value output) {
+  FunctionEntry& f = functions_[id];
+  Value keys[kMaxColumns];
+  std::copy_n(keys_in, f.decl.inputs.size(), keys);
+  canonicalize_keys(f, keys);
+  write_row(f, keys, canonical(f.decl.output, output), false);
+}
+
+bool EGraph::remove(FunctionId id, const Value* keys_in) {
+  FunctionEntry& f = functions_[id];
+  Value keys[kMaxColumns];
+  std::copy_n(keys_in, f.decl.inputs.size(), keys);
+  canonicalize_keys(f, keys);
+  RowId r = f.table.find(keys);
+  if (r == kNoRow) return false;
+  f.table.kill(r);
+  ++version_;
+  return true;
+}
+
+bool EGraph::subsume(FunctionId id, const Value* keys_in) {
+  FunctionEntry& f = functions_[id];
+  Value keys[kMaxColumns];
+  std::copy_n(keys_in, f.decl.inputs.size(), keys);
+  canonicalize_keys(f, keys);
+  RowId r = f.table.find(keys);
+  if (r == kNoRow) return false;
+  if (!f.table.subsumed(r)) {
+    f.table.set_subsumed(r);
+    ++version_;
+  }
+  return true;
+}
+
+// One sweep over every table: rows mentioning a non-canonical id are re-written canonically.
+// Returns true if the sweep merged classes (so another sweep is needed).
+bool EGraph::rebuild_pass() {
+  std::uint64_t unions_before = union_find_.unions();
+  std::vector<RowId> stale;
+  std::vector<Value> saved;
+  for (FunctionEntry& f : functions_) {
+    if (!f.has_eq_columns) continue;
+    Table& t = f.table;
+    std::uint32_t width = t.width();
+    stale.clear();
+    for (RowId r = 0, end = t.end(); r < end; ++r) {
+      if (!t.alive(r)) continue;
+      const Value* row = t.row(r);
+      for (std::uint32_t c = 0; c < width; ++c) {
+        if (f.eq_columns[c] && union_find_.find(row[c]) != row[c]) {
+          stale.push_back(r);
+          break;
+        }
+      }
+    }
+    if (stale.empty()) continue;
+    // Kill all stale rows first so a re-written row never merges into a stale one.
+    saved.resize(stale.size() * (width + 1));
+    for (std::size_t i = 0; i < stale.size(); ++i) {
+      const Value* row = t.row(stale[i]);
+      std::copy_n(row, width, &saved[i * (width + 1)]);
+      saved[i * (width + 1) + width] = t.subsumed(stale[i]);
+      t.kill(stale[i]);
+    }
+    ++version_;
+    for (std::size_t i = 0; i < stale.size(); ++i) {
+      Value* row = &saved[i * (width + 1)];
+      for (std::uint32_t c = 0; c < width; ++c) {
+        if (f.eq_columns[c]) row[c] = union_find_.find(row[c]);
+      }
+      write_row(f, row, canonical(f.decl.output, row[width - 1]), row[width] != 0);
+    }
+  }
+  return union_find_.unions() != unions_before;
+}
+
+void EGraph::rebuild() {
+  if (union_find_.unions() == unions_at_rebuild_) return;
+  while (rebuild_pass()) {
+  }
+  unions_at_rebuild_ = union_find_.unions();
+  for (FunctionEntry& f : functions_) f.table.compact_if_sparse();
+}
+
+std::size_t EGraph::total_rows() const {
+  std::size_t total = 0;
+  for (const FunctionEntry& f : functions_) total += f.table.size();
+  return total;
+}
+
+}  // namespace kiln::engine

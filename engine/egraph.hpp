@@ -1,0 +1,96 @@
+// The e-graph database: sorts, one table per function, one union-find, and a clock. Its API keeps
+// the invariants: keys are canonicalized on write, merges run on conflicts, and rebuild()
+// restores canonical rows and congruence.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/function.hpp"
+#include "engine/primitive.hpp"
+#include "engine/sort.hpp"
+#include "engine/table.hpp"
+#include "engine/union_find.hpp"
+
+namespace kiln::engine {
+
+class EGraph {
+ public:
+  EGraph();
+
+  // --- schema ---
+  SortId add_sort(Sort sort);
+  std::optional<SortId> find_sort(const std::string& name) const;
+  const Sort& sort(SortId id) const { return sorts_[id]; }
+  std::size_t num_sorts() const { return sorts_.size(); }
+  bool is_eq(SortId id) const { return sorts_[id].is_eq; }
+
+  FunctionId add_function(FunctionDecl decl);
+  std::optional<FunctionId> find_function(const std::string& name) const;
+  const FunctionDecl& function(FunctionId id) const { return functions_[id].decl; }
+  std::size_t num_functions() const { return functions_.size(); }
+  Table& table(FunctionId id) { return functions_[id].table; }
+  const Table& table(FunctionId id) const { return functions_[id].table; }
+
+  PrimitiveTable& primitives() { return *primitives_; }
+  const PrimitiveTable& primitives() const { return *primitives_; }
+
+  // --- e-classes ---
+  Value make_class() { ++version_; return union_find_.make_set(); }
+  Value find(Value id) { return union_find_.find(id); }
+  Value find_const(Value id) const { return union_find_.find_const(id); }
+  Value canonical(SortId sort, Value v) { return sorts_[sort].is_eq ? find(v) : v; }
+  // Returns true if the two classes were distinct.
+  bool unite(Value a, Value b);
+
+  // --- rows (all writes are stamped with now()) ---
+  // Constructor call: the existing output for these keys, or a fresh e-class.
+  Value lookup_or_insert(FunctionId f, const Value* keys);
+  std::optional<Value> lookup(FunctionId f, const Value* keys);
+  // Writes `keys -> output`, merging with an existing row by the function's merge rule.
+  void set(FunctionId f, const Value* keys, Value output);
+  // Removes the row (returns false if absent).
+  bool remove(FunctionId f, const Value* keys);
+  // Hides the row from matching and extraction (returns false if absent).
+  bool subsume(FunctionId f, const Value* keys);
+
+  // Restores canonical keys and outputs everywhere and merges rows that became equal,
+  // to a fixpoint. Throws support::UserError if a :no-merge function meets a conflict.
+  void rebuild();
+
+  // --- time and change ---
+  Timestamp now() const { return now_; }
+  void advance_time() { ++now_; }
+  // Changes whenever a row, flag or class changes; "did this iteration do anything?".
+  std::uint64_t version() const { return version_; }
+  // Total live rows over all tables.
+  std::size_t total_rows() const;
+
+ private:
+  struct FunctionEntry {
+    FunctionDecl decl;
+    Table table;
+    std::vector<bool> eq_columns;  // keys..., output
+    bool has_eq_columns = false;
+  };
+
+  void canonicalize_keys(const FunctionEntry& f, Value* keys);
+  // Inserts or merges a canonical row; used by set() and rebuild().
+  void write_row(FunctionEntry& f, const Value* keys, Value output, bool subsumed);
+  bool rebuild_pass();
+
+  std::vector<Sort> sorts_;
+  std::map<std::string, SortId> sort_by_name_;
+  std::vector<FunctionEntry> functions_;
+  std::map<std::string, FunctionId> function_by_name_;
+  std::shared_ptr<PrimitiveTable> primitives_;  // shared across push/pop copies
+  UnionFind union_find_;
+  std::uint64_t unions_at_rebuild_ = 0;
+  Timestamp now_ = 1;
+  std::uint64_t version_ = 0;
+};
+
+}  // namespace kiln::engine

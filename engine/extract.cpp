@@ -1,0 +1,178 @@
+#include "engine/extract.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::engine {
+namespace {
+
+bool extractable(const EGraph& egraph, FunctionId f) {
+  const FunctionDecl& decl = egraph.function(f);
+  return decl.kind == FunctionKind::Constructor && !decl.unextractable;
+}
+
+std::uint64_t add_saturating(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t sum = a + b;
+  return sum < a ? std::numeric_limits<std::uint64_t>::max() : sum;
+}
+
+// Calls visit(node) for every live, unsubsumed row of every extractable table, in a fixed order.
+template <class Visit>
+void for_each_enode(const EGraph& egraph, Visit&& visit) {
+  for (FunctionId f = 0; f < egraph.num_functions(); ++f) {
+    if (!extractable(egraph, f)) continue;
+    const Table& t = egraph.table(f);
+    for (RowId r = 0; r < t.end(); ++r) {
+      if (t.alive(r) && !t.subsumed(r)) visit(ENode{f, r});
+    }
+  }
+}
+
+}  // namespace
+
+TreeExtractor::TreeExtractor(const EGraph& egraph) : egraph_(egraph) {
+  // Bellman-Ford style: relax every e-node until no class gets cheaper. Strict improvement only,
+  // so ties keep the earlier (older) e-node and results are deterministic.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for_each_enode(egraph_, [&](const ENode& node) {
+      std::optional<std::uint64_t> c = node_cost(node);
+      if (!c) return;
+      Value eclass = egraph_.find_const(egraph_.table(node.function).output(node.row));
+      auto found = best_.find(eclass);
+      if (found == best_.end() || *c < found->second.cost) {
+        best_[eclass] = Best{*c, node};
+        changed = true;
+      }
+    });
+  }
+}
+
+std::optional<std::uint64_t> TreeExtractor::node_cost(const ENode& node) const {
+  const FunctionDecl& decl = egraph_.function(node.function);
+  const Value* row = egraph_.table(node.function).row(node.row);
+  std::uint64_t total = decl.cost;
+  for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+    std::optional<std::uint64_t> c = cost(decl.inputs[i], row[i]);
+    if (!c) return std::nullopt;
+    total = add_saturating(total, *c);
+  }
+  return total;
+}
+
+std::optional<std::uint64_t> TreeExtractor::cost(SortId sort, Value value) const {
+  const Sort& s = egraph_.sort(sort);
+  if (!s.is_eq) return s.primitive->literal_cost();
+  auto found = best_.find(egraph_.find_const(value));
+  if (found == best_.end()) return std::nullopt;
+  return found->second.cost;
+}
+
+void TreeExtractor::print_value(SortId sort, Value value, std::string& out) const {
+  const Sort& s = egraph_.sort(sort);
+  if (!s.is_eq) {
+    out += s.primitive->print(value);
+    return;
+  }
+  auto found = best_.find(egraph_.find_const(value));
+  if (found == best_.end()) {
+    throw support::UserError("no extractable term for an e-class of sort " + s.name);
+  }
+  print_node(found->second.node, out);
+}
+
+void TreeExtractor::print_node(const ENode& node, std::string& out) const {
+  const FunctionDecl& decl = egraph_.function(node.function);
+  const Value* row = egraph_.table(node.function).row(node.row);
+  if (decl.inputs.empty()) {
+    out += "(" + decl.name + ")";
+    return;
+  }
+  out += "(" + decl.name;
+  for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+    out += ' ';
+    print_value(decl.inputs[i], row[i], out);
+  }
+  out += ')';
+}
+
+std::string TreeExtractor::term(SortId sort, Value value) const {
+  std::string out;
+  print_value(sort, value, out);
+  return out;
+}
+
+std::vector<std::string> TreeExtractor::variants(SortId sort, Value eclass,
+                                                 std::size_t limit) const {
+  std::vector<std::pair<std::uint64_t, ENode>> nodes;
+  if (!egraph_.sort(sort).is_eq) return {term(sort, eclass)};
+  Value root = egraph_.find_const(eclass);
+  for_each_enode(egraph_, [&](const ENode& node) {
+    if (egraph_.find_const(egraph_.table(node.function).output(node.row)) != root) return;
+    if (std::optional<std::uint64_t> c = node_cost(node)) nodes.emplace_back(*c, node);
+  });
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < nodes.size() && i < limit; ++i) {
+    std::string text;
+    print_node(nodes[i].second, text);
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+DagExtractor::DagExtractor(const EGraph& egraph, ENodeCost cost) : egraph_(egraph) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for_each_enode(egraph_, [&](const ENode& node) {
+      const FunctionDecl& decl = egraph_.function(node.function);
+      const Value* row = egraph_.table(node.function).row(node.row);
+      Value eclass = egraph_.find_const(row[decl.inputs.size()]);
+      std::map<Value, double> classes;
+      for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+        if (!egraph_.sort(decl.inputs[i]).is_eq) continue;
+        auto child = best_.find(egraph_.find_const(row[i]));
+        if (child == best_.end()) return;
+        classes.insert(child->second.classes.begin(), child->second.classes.end());
+      }
+      if (classes.count(eclass)) return;  // a cycle through this class
+      classes[eclass] = cost(egraph_, node);
+      double total = 0;
+      for (const auto& [id, c] : classes) total += c;
+      auto found = best_.find(eclass);
+      if (found == best_.end() || total < found->second.total) {
+        best_[eclass] = Best{total, node, std::move(classes)};
+        changed = true;
+      }
+    });
+  }
+}
+
+std::optional<DagExtractor::Result> DagExtractor::extract(Value root) const {
+  auto found = best_.find(egraph_.find_const(root));
+  if (found == best_.end()) return std::nullopt;
+  Result result;
+  // Follow the chosen e-node of each class from the root (a class's choice is global).
+  std::vector<Value> work{found->first};
+  while (!work.empty()) {
+    Value eclass = work.back();
+    work.pop_back();
+    if (result.choice.count(eclass)) continue;
+    const Best& best = best_.at(eclass);
+    result.choice[eclass] = best.node;
+    const FunctionDecl& decl = egraph_.function(best.node.function);
+    const Value* row = egraph_.table(best.node.function).row(best.node.row);
+    for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+      if (egraph_.sort(decl.inputs[i]).is_eq) work.push_back(egraph_.find_const(row[i]));
+    }
+  }
+  for (const auto& [eclass, node] : result.choice) result.cost += best_.at(eclass).classes.at(eclass);
+  return result;
+}
+
+}  // namespace kiln::engine

@@ -1,0 +1,72 @@
+// Extraction: choosing one e-node per needed e-class. TreeExtractor is egglog's tree cost
+// (`:cost` per constructor, literals cost 1); DagExtractor pays each shared e-class once and
+// takes the cost of an e-node from a C++ callback (measured kernel times plug in here).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/egraph.hpp"
+
+namespace kiln::engine {
+
+// An e-node: a row of a constructor table.
+struct ENode {
+  FunctionId function = 0;
+  RowId row = kNoRow;
+};
+
+class TreeExtractor {
+ public:
+  explicit TreeExtractor(const EGraph& egraph);
+
+  // Cost of the best term for a value of `sort` (literals cost their sort's literal cost);
+  // nullopt if the e-class has no extractable term.
+  std::optional<std::uint64_t> cost(SortId sort, Value value) const;
+  // The best term, printed as egglog prints it. Throws support::UserError if there is none.
+  std::string term(SortId sort, Value value) const;
+  // Up to `limit` terms of the e-class, one per e-node, cheapest first.
+  std::vector<std::string> variants(SortId sort, Value eclass, std::size_t limit) const;
+
+ private:
+  struct Best {
+    std::uint64_t cost;
+    ENode node;
+  };
+  std::optional<std::uint64_t> node_cost(const ENode& node) const;
+  void print_node(const ENode& node, std::string& out) const;
+  void print_value(SortId sort, Value value, std::string& out) const;
+
+  const EGraph& egraph_;
+  std::map<Value, Best> best_;  // by canonical e-class id
+};
+
+using ENodeCost = std::function<double(const EGraph&, const ENode&)>;
+
+class DagExtractor {
+ public:
+  DagExtractor(const EGraph& egraph, ENodeCost cost);
+
+  // The chosen e-node for each e-class reachable from the root, and their total cost
+  // (each e-class counted once). nullopt if the root has no extractable term.
+  struct Result {
+    double cost = 0;
+    std::map<Value, ENode> choice;
+  };
+  std::optional<Result> extract(Value root) const;
+
+ private:
+  struct Best {
+    double total;
+    ENode node;
+    std::map<Value, double> classes;  // every e-class in the chosen sub-DAG -> its node cost
+  };
+  const EGraph& egraph_;
+  std::map<Value, Best> best_;
+};
+
+}  // namespace kiln::engine

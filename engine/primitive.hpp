@@ -1,0 +1,44 @@
+// Primitive operations: pure functions over primitive values, callable from queries (where a
+// failure filters the match) and actions (where a failure is an error).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/value.hpp"
+
+namespace kiln::engine {
+
+// An input sort slot that accepts any sort; all such slots of one call must agree.
+inline constexpr SortId kAnySort = 0xffffffffu;
+
+// Returns false when the operation fails (division by zero, overflow, ...).
+using PrimitiveFn = std::function<bool(const Value* args, std::size_t count, Value& result)>;
+
+struct Primitive {
+  std::string name;
+  std::vector<SortId> inputs;
+  SortId output = 0;  // kAnySort: the output has the sort of the kAnySort inputs
+  // The last input sort repeats zero or more times: at least inputs.size() - 1 arguments
+  // (String `+` has inputs {String} and accepts 0..n).
+  bool variadic = false;
+  PrimitiveFn apply;
+};
+
+// All primitives by name; one name may have several overloads (e.g. `+` on i64 and f64).
+class PrimitiveTable {
+ public:
+  const Primitive& add(Primitive primitive);
+  // Overloads in registration order; empty if the name is unknown.
+  const std::vector<const Primitive*>& overloads(const std::string& name) const;
+  bool contains(const std::string& name) const { return by_name_.count(name) != 0; }
+
+ private:
+  std::vector<std::unique_ptr<Primitive>> owned_;
+  std::map<std::string, std::vector<const Primitive*>> by_name_;
+};
+
+}  // namespace kiln::engine

@@ -1,0 +1,270 @@
+#include "engine/query_plan.hpp"
+
+#include <algorithm>
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::engine {
+namespace {
+
+enum class RowFilter { Any, New, Old };
+
+struct Step {
+  std::uint32_t atom = 0;
+  RowFilter filter = RowFilter::Any;
+  ColumnMask mask = 0;                                  // columns known before this step
+  std::vector<QueryTerm> key;                           // their terms, in column order
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> binds;   // (column, var) newly bound
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> checks;  // (column, var) repeated in atom
+  std::vector<std::uint32_t> primitives;                // evaluable once this step has bound
+};
+
+struct Plan {
+  std::vector<std::uint32_t> initial_primitives;  // evaluable before any atom
+  std::vector<bool> primitive_binds_result;
+  std::vector<Step> steps;
+};
+
+bool term_bound(const QueryTerm& t, const std::vector<bool>& bound) {
+  return !t.is_var || bound[t.var];
+}
+
+// Schedules every not-yet-scheduled primitive whose arguments are bound, repeatedly (one
+// primitive's result may enable another).
+void schedule_primitives(const Query& q, std::vector<bool>& bound, std::vector<bool>& done,
+                         std::vector<bool>& binds_result, std::vector<std::uint32_t>& out) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::uint32_t p = 0; p < q.primitives.size(); ++p) {
+      if (done[p]) continue;
+      const QueryPrimitive& prim = q.primitives[p];
+      bool ready = std::all_of(prim.args.begin(), prim.args.end(),
+                               [&](const QueryTerm& t) { return term_bound(t, bound); });
+      if (!ready) continue;
+      done[p] = true;
+      binds_result[p] = prim.result.is_var && !bound[prim.result.var];
+      if (binds_result[p]) bound[prim.result.var] = true;
+      out.push_back(p);
+      progress = true;
+    }
+  }
+}
+
+std::size_t rows_in_filter(const Table& t, RowFilter filter, Timestamp since) {
+  RowId split = t.first_row_at_or_after(since);
+  switch (filter) {
+    case RowFilter::New: return t.end() - split;
+    case RowFilter::Old: return split;
+    case RowFilter::Any: return t.size();
+  }
+  return t.size();
+}
+
+// Builds the join order for one semi-naive variant: the "new" atom first, then greedily the
+// atom with the most bound columns (ties: fewer rows).
+Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+               Timestamp since, std::size_t first_atom) {
+  Plan plan;
+  std::vector<bool> bound(q.num_vars(), false);
+  std::vector<bool> done(q.primitives.size(), false);
+  plan.primitive_binds_result.assign(q.primitives.size(), false);
+  schedule_primitives(q, bound, done, plan.primitive_binds_result, plan.initial_primitives);
+
+  std::vector<bool> used(q.atoms.size(), false);
+  for (std::size_t n = 0; n < q.atoms.size(); ++n) {
+    std::size_t best = q.atoms.size();
+    std::size_t best_bound = 0;
+    std::size_t best_rows = 0;
+    for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+      if (used[a]) continue;
+      if (n == 0 && first_atom < q.atoms.size() && a != first_atom) continue;
+      std::size_t bound_columns = 0;
+      for (const QueryTerm& t : q.atoms[a].columns) bound_columns += term_bound(t, bound);
+      std::size_t rows =
+          rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since);
+      if (best == q.atoms.size() || bound_columns > best_bound ||
+          (bound_columns == best_bound && rows < best_rows)) {
+        best = a;
+        best_bound = bound_columns;
+        best_rows = rows;
+      }
+    }
+    used[best] = true;
+    const QueryAtom& atom = q.atoms[best];
+    Step step;
+    step.atom = static_cast<std::uint32_t>(best);
+    step.filter = filters[best];
+    std::vector<bool> bound_here = bound;
+    for (std::uint32_t c = 0; c < atom.columns.size(); ++c) {
+      const QueryTerm& t = atom.columns[c];
+      if (term_bound(t, bound)) {
+        step.mask |= 1u << c;
+        step.key.push_back(t);
+      } else if (!bound_here[t.var]) {
+        bound_here[t.var] = true;
+        step.binds.emplace_back(c, t.var);
+      } else {
+        step.checks.emplace_back(c, t.var);
+      }
+    }
+    bound = bound_here;
+    schedule_primitives(q, bound, done, plan.primitive_binds_result, step.primitives);
+    plan.steps.push_back(std::move(step));
+  }
+  KILN_ASSERT(std::all_of(done.begin(), done.end(), [](bool d) { return d; }),
+              "query has a primitive whose inputs are never bound");
+  return plan;
+}
+
+class Executor {
+ public:
+  Executor(EGraph& egraph, const Query& query, const Plan& plan, Timestamp since,
+           const MatchSink& sink)
+      : egraph_(egraph), query_(query), plan_(plan), since_(since), sink_(sink),
+        vars_(query.num_vars(), 0) {
+    for (const Step& step : plan.steps) {
+      Table& t = egraph.table(query.atoms[step.atom].function);
+      tables_.push_back(&t);
+      indexes_.push_back(step.mask ? &t.index(step.mask) : nullptr);
+      splits_.push_back(t.first_row_at_or_after(since));
+    }
+  }
+
+  bool run() {
+    if (!eval_primitives(plan_.initial_primitives)) return true;
+    return run_step(0);
+  }
+
+ private:
+  Value value_of(const QueryTerm& t) const { return t.is_var ? vars_[t.var] : t.constant; }
+
+  bool eval_primitives(const std::vector<std::uint32_t>& ids) {
+    Value args[kMaxColumns * 2];
+    for (std::uint32_t p : ids) {
+      const QueryPrimitive& prim = query_.primitives[p];
+      std::vector<Value> many;
+      Value* buffer = args;
+      if (prim.args.size() > std::size(args)) {
+        many.resize(prim.args.size());
+        buffer = many.data();
+      }
+      for (std::size_t i = 0; i < prim.args.size(); ++i) buffer[i] = value_of(prim.args[i]);
+      Value result = 0;
+      if (!prim.primitive->apply(buffer, prim.args.size(), result)) return false;
+      if (plan_.primitive_binds_result[p]) {
+        vars_[prim.result.var] = result;
+      } else if (value_of(prim.result) != result) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool accept_row(std::size_t i, RowId r) {
+    const Step& step = plan_.steps[i];
+    const Table& t = *tables_[i];
+    if (!t.alive(r) || t.subsumed(r)) return false;
+    if (step.filter == RowFilter::New && r < splits_[i]) return false;
+    if (step.filter == RowFilter::Old && r >= splits_[i]) return false;
+    const Value* row = t.row(r);
+    for (auto [column, var] : step.binds) vars_[var] = row[column];
+    for (auto [column, var] : step.checks) {
+      if (row[column] != vars_[var]) return false;
+    }
+    return true;
+  }
+
+  bool finish_step(std::size_t i) {
+    if (!eval_primitives(plan_.steps[i].primitives)) return true;
+    return run_step(i + 1);
+  }
+
+  bool run_step(std::size_t i) {
+    if (i == plan_.steps.size()) return sink_(vars_.data());
+    const Step& step = plan_.steps[i];
+    const Table& t = *tables_[i];
+    if (step.mask == 0) {
+      RowId begin = step.filter == RowFilter::New ? splits_[i] : 0;
+      RowId end = step.filter == RowFilter::Old ? splits_[i] : t.end();
+      for (RowId r = begin; r < end; ++r) {
+        if (accept_row(i, r) && !finish_step(i)) return false;
+      }
+      return true;
+    }
+    const ColumnIndex& index = *indexes_[i];
+    Value key[kMaxColumns];
+    for (std::size_t k = 0; k < step.key.size(); ++k) key[k] = value_of(step.key[k]);
+    const std::vector<std::uint32_t>& columns = index.columns();
+    for (RowId r = index.first(index.hash_key(key)); r != kNoRow; r = index.next(r)) {
+      const Value* row = t.row(r);
+      bool equal = true;
+      for (std::size_t k = 0; k < columns.size(); ++k) {
+        if (row[columns[k]] != key[k]) {
+          equal = false;
+          break;
+        }
+      }
+      if (equal && accept_row(i, r) && !finish_step(i)) return false;
+    }
+    return true;
+  }
+
+  EGraph& egraph_;
+  const Query& query_;
+  const Plan& plan_;
+  Timestamp since_;
+  const MatchSink& sink_;
+  std::vector<Value> vars_;
+  std::vector<Table*> tables_;
+  std::vector<const ColumnIndex*> indexes_;
+  std::vector<RowId> splits_;
+};
+
+// Constant e-class ids (globals) may have been merged since the rule was compiled.
+Query with_canonical_constants(EGraph& egraph, const Query& query) {
+  Query q = query;
+  auto fix = [&](QueryTerm& t) {
+    if (!t.is_var && t.eq_sort) t.constant = egraph.find(t.constant);
+  };
+  for (QueryAtom& atom : q.atoms) std::for_each(atom.columns.begin(), atom.columns.end(), fix);
+  for (QueryPrimitive& prim : q.primitives) {
+    std::for_each(prim.args.begin(), prim.args.end(), fix);
+    fix(prim.result);
+  }
+  return q;
+}
+
+}  // namespace
+
+bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink) {
+  Query query = with_canonical_constants(egraph, query_in);
+  std::size_t n = query.atoms.size();
+  if (window.since == 0 || n == 0) {
+    if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
+    std::vector<RowFilter> filters(n, RowFilter::Any);
+    Plan plan = make_plan(egraph, query, filters, 0, n);
+    return Executor(egraph, query, plan, 0, sink).run();
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Table& t = egraph.table(query.atoms[i].function);
+    if (t.first_row_at_or_after(window.since) == t.end()) continue;  // nothing new here
+    std::vector<RowFilter> filters(n, RowFilter::Any);
+    for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
+    filters[i] = RowFilter::New;
+    Plan plan = make_plan(egraph, query, filters, window.since, i);
+    if (!Executor(egraph, query, plan, window.since, sink).run()) return false;
+  }
+  return true;
+}
+
+bool has_match(EGraph& egraph, const Query& query) {
+  bool found = false;
+  search(egraph, query, SearchWindow{0}, [&](const Value*) {
+    found = true;
+    return false;
+  });
+  return found;
+}
+
+}  // namespace kiln::engine

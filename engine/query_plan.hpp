@@ -1,0 +1,28 @@
+// Query planning and matching: each query runs as an index nested-loop join, atoms ordered by
+// bound columns and current table sizes, primitives evaluated as soon as their inputs are bound.
+// Semi-naive evaluation runs one variant per atom, restricted to rows newer than a timestamp.
+#pragma once
+
+#include <functional>
+
+#include "engine/egraph.hpp"
+#include "engine/query.hpp"
+
+namespace kiln::engine {
+
+// Receives each match as an array of num_vars values; returns false to stop the search.
+using MatchSink = std::function<bool(const Value* vars)>;
+
+struct SearchWindow {
+  // Only matches that use at least one row written at or after `since` (0 = every match).
+  Timestamp since = 0;
+};
+
+// Enumerates matches on the current (rebuilt) database; the database must not change meanwhile.
+// Returns false if the sink stopped the search.
+bool search(EGraph& egraph, const Query& query, SearchWindow window, const MatchSink& sink);
+
+// True if the query has at least one match (used by check and :until).
+bool has_match(EGraph& egraph, const Query& query);
+
+}  // namespace kiln::engine

@@ -1,0 +1,26 @@
+// A rule: a query, the actions to run for each match, and its semi-naive clock.
+#pragma once
+
+#include <string>
+
+#include "engine/action.hpp"
+#include "engine/query.hpp"
+#include "support/source_file.hpp"
+
+namespace kiln::engine {
+
+struct Rule {
+  std::string name;     // unique; egglog uses the rule's source text when unnamed
+  std::string ruleset;  // "" is the default ruleset
+  Query query;
+  ActionProgram actions;  // registers 0..num_vars-1 hold the match
+  support::Span span;
+
+  // Semi-naive clock: rows written at or after this time have not been searched yet.
+  Timestamp searched_until = 0;
+  // Back-off scheduling state (only with a match limit).
+  std::uint32_t times_banned = 0;
+  std::uint64_t banned_until_iteration = 0;
+};
+
+}  // namespace kiln::engine

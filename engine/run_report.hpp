@@ -1,0 +1,58 @@
+// What a run did and why it stopped: per iteration and per rule counts and times.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::engine {
+
+enum class StopReason { Saturated, ScheduleDone, IterationLimit, NodeLimit, TimeLimit };
+
+const char* to_string(StopReason reason);
+
+// Opt-in limits; the defaults leave egglog's semantics untouched.
+struct RunLimits {
+  std::optional<std::uint64_t> max_iterations;
+  std::optional<std::size_t> max_rows;
+  std::optional<double> max_seconds;
+  // Back-off: a rule with more matches than this in one iteration is banned for a while.
+  std::optional<std::uint64_t> match_limit;
+  std::uint32_t ban_length = 5;
+};
+
+struct RuleStats {
+  std::uint64_t matches = 0;
+  std::uint64_t times_banned = 0;
+  double search_seconds = 0;
+  double apply_seconds = 0;
+};
+
+struct IterationReport {
+  std::string ruleset;
+  std::uint64_t matches = 0;
+  std::size_t rows_after = 0;
+  bool changed = false;
+  double search_seconds = 0;
+  double apply_seconds = 0;
+  double rebuild_seconds = 0;
+};
+
+struct RunReport {
+  StopReason stop = StopReason::ScheduleDone;
+  bool changed = false;
+  std::vector<IterationReport> iterations;
+  std::map<std::string, RuleStats> rules;  // by rule name
+  double search_seconds = 0;
+  double apply_seconds = 0;
+  double rebuild_seconds = 0;
+
+  // Folds another run's report into this one (for print-stats over a whole program).
+  void absorb(const RunReport& other);
+  // A human-readable summary: stop reason, totals, slowest rules.
+  std::string summary(std::size_t max_rules = 20) const;
+};
+
+}  // namespace kiln::engine

@@ -1,0 +1,162 @@
+#include "engine/runner.hpp"
+
+#include <algorithm>
+
+#include "engine/query_plan.hpp"
+
+namespace kiln::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits)
+    : egraph_(egraph), rules_(rules), limits_(limits) {}
+
+RunReport Runner::run(const Schedule& schedule) {
+  report_ = RunReport{};
+  start_ = Clock::now();
+  try {
+    egraph_.rebuild();
+    report_.changed = run_node(schedule);
+    report_.stop = StopReason::ScheduleDone;
+  } catch (const LimitReached& limit) {
+    report_.stop = limit.reason;
+    report_.changed = true;
+  }
+  return report_;
+}
+
+void Runner::check_limits() const {
+  if (limits_.max_iterations && iteration_ >= *limits_.max_iterations) {
+    throw LimitReached{StopReason::IterationLimit};
+  }
+  if (limits_.max_rows && egraph_.total_rows() > *limits_.max_rows) {
+    throw LimitReached{StopReason::NodeLimit};
+  }
+  if (limits_.max_seconds && seconds_since(start_) > *limits_.max_seconds) {
+    throw LimitReached{StopReason::TimeLimit};
+  }
+}
+
+bool Runner::run_node(const Schedule& node) {
+  switch (node.kind) {
+    case Schedule::Kind::Run:
+      if (node.until && has_match(egraph_, *node.until)) return false;
+      return iterate(node.ruleset);
+    case Schedule::Kind::Repeat: {
+      bool changed = false;
+      for (std::uint64_t i = 0; i < node.times; ++i) {
+        if (!run_node(node.children[0])) break;
+        changed = true;
+      }
+      return changed;
+    }
+    case Schedule::Kind::Saturate: {
+      bool changed = false;
+      while (run_node(node.children[0])) changed = true;
+      if (!changed) report_.stop = StopReason::Saturated;
+      return changed;
+    }
+    case Schedule::Kind::Seq: {
+      bool changed = false;
+      for (const Schedule& child : node.children) changed |= run_node(child);
+      return changed;
+    }
+  }
+  return false;
+}
+
+bool Runner::iterate(const std::string& ruleset) {
+  check_limits();
+  ++iteration_;
+  IterationReport it;
+  it.ruleset = ruleset;
+  std::uint64_t version_before = egraph_.version();
+
+  // Search: every rule sees the same database.
+  struct Found {
+    std::size_t rule;
+    std::vector<Value> matches;
+    std::uint64_t count = 0;
+  };
+  std::vector<Found> found;
+  bool any_banned = false;
+  Timestamp searched_until = egraph_.now() + 1;
+  for (std::size_t r = 0; r < rules_.size(); ++r) {
+    Rule& rule = rules_[r];
+    if (rule.ruleset != ruleset) continue;
+    RuleStats& stats = report_.rules[rule.name];
+    if (rule.banned_until_iteration > iteration_) {
+      any_banned = true;
+      continue;
+    }
+    auto t0 = Clock::now();
+    Found f{r, {}, 0};
+    std::uint32_t width = rule.query.num_vars();
+    std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
+                                              : UINT64_MAX;
+    bool complete = search(egraph_, rule.query, SearchWindow{rule.searched_until},
+                           [&](const Value* vars) {
+                             f.matches.insert(f.matches.end(), vars, vars + width);
+                             return ++f.count <= limit;
+                           });
+    double dt = seconds_since(t0);
+    stats.search_seconds += dt;
+    it.search_seconds += dt;
+    if (!complete) {
+      // Too many matches: ban the rule; its unsearched rows stay "new" for later.
+      rule.banned_until_iteration = iteration_ + (std::uint64_t{limits_.ban_length} << rule.times_banned);
+      ++rule.times_banned;
+      ++stats.times_banned;
+      any_banned = true;
+      continue;
+    }
+    rule.searched_until = searched_until;
+    stats.matches += f.count;
+    it.matches += f.count;
+    found.push_back(std::move(f));
+  }
+  egraph_.advance_time();
+
+  // Apply: staged after the search, in rule order.
+  auto t_apply = Clock::now();
+  std::vector<Value> registers;
+  for (Found& f : found) {
+    Rule& rule = rules_[f.rule];
+    auto t0 = Clock::now();
+    std::uint32_t width = rule.query.num_vars();
+    registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, width), 0);
+    for (std::uint64_t m = 0; m < f.count; ++m) {
+      std::copy_n(&f.matches[m * width], width, registers.begin());
+      run_actions(egraph_, rule.actions, registers.data());
+    }
+    report_.rules[rule.name].apply_seconds += seconds_since(t0);
+  }
+  it.apply_seconds = seconds_since(t_apply);
+
+  auto t_rebuild = Clock::now();
+  egraph_.rebuild();
+  it.rebuild_seconds = seconds_since(t_rebuild);
+
+  it.changed = egraph_.version() != version_before;
+  it.rows_after = egraph_.total_rows();
+  report_.search_seconds += it.search_seconds;
+  report_.apply_seconds += it.apply_seconds;
+  report_.rebuild_seconds += it.rebuild_seconds;
+  bool changed = it.changed;
+  report_.iterations.push_back(std::move(it));
+  if (!changed && any_banned) {
+    // Not saturated while rules are banned: lift the bans and keep going (as egg does).
+    for (Rule& rule : rules_) rule.banned_until_iteration = 0;
+    return true;
+  }
+  return changed;
+}
+
+}  // namespace kiln::engine

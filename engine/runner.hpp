@@ -1,0 +1,39 @@
+// Runs schedules over an e-graph with egglog's iteration semantics: every rule of a ruleset
+// searches the same frozen database, then all actions apply, then rebuild, then time advances.
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "engine/egraph.hpp"
+#include "engine/rule.hpp"
+#include "engine/run_report.hpp"
+#include "engine/schedule.hpp"
+
+namespace kiln::engine {
+
+class Runner {
+ public:
+  Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits = {});
+
+  // Runs the schedule; limits stop it early, and the report says why.
+  RunReport run(const Schedule& schedule);
+
+ private:
+  struct LimitReached {
+    StopReason reason;
+  };
+
+  bool run_node(const Schedule& node);
+  bool iterate(const std::string& ruleset);
+  void check_limits() const;
+
+  EGraph& egraph_;
+  std::vector<Rule>& rules_;
+  RunLimits limits_;
+  RunReport report_;
+  std::uint64_t iteration_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace kiln::engine

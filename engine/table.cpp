@@ -1,0 +1,159 @@
+#include "engine/table.hpp"
+
+#include <algorithm>
+
+#include "support/diagnostic.hpp"
+#include "support/hash.hpp"
+
+namespace kiln::engine {
+
+ColumnIndex::ColumnIndex(ColumnMask mask, std::uint32_t width) : mask_(mask) {
+  for (std::uint32_t c = 0; c < width; ++c) {
+    if (mask & (1u << c)) columns_.push_back(c);
+  }
+  heads_.assign(16, kNoRow);
+}
+
+std::uint64_t ColumnIndex::hash_row(const Value* row) const {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (std::uint32_t c : columns_) h = support::mix64(h ^ row[c]) + c;
+  return h;
+}
+
+std::uint64_t ColumnIndex::hash_key(const Value* key) const {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (std::size_t i = 0; i < columns_.size(); ++i) h = support::mix64(h ^ key[i]) + columns_[i];
+  return h;
+}
+
+void ColumnIndex::clear(std::size_t row_capacity) {
+  std::size_t slots = 16;
+  while (slots < row_capacity) slots *= 2;
+  heads_.assign(slots, kNoRow);
+  next_.clear();
+  hashes_.clear();
+  entries_ = 0;
+}
+
+void ColumnIndex::grow() {
+  heads_.assign(heads_.size() * 2, kNoRow);
+  std::size_t mask = heads_.size() - 1;
+  // Re-chain in row order so chains list newer rows first, as add() does.
+  for (RowId r = 0; r < next_.size(); ++r) {
+    if (hashes_[r] == 0) continue;  // slot never added (only possible for skipped dead rows)
+    std::size_t slot = hashes_[r] & mask;
+    next_[r] = heads_[slot];
+    heads_[slot] = r;
+  }
+}
+
+void ColumnIndex::add(RowId row, std::uint64_t hash, std::size_t total_rows) {
+  hash |= 1;  // 0 marks "not in the index" in hashes_
+  if (next_.size() <= row) {
+    next_.resize(row + 1, kNoRow);
+    hashes_.resize(row + 1, 0);
+  }
+  hashes_[row] = hash;
+  ++entries_;
+  if (entries_ > heads_.size()) grow();
+  std::size_t slot = hash & (heads_.size() - 1);
+  next_[row] = heads_[slot];
+  heads_[slot] = row;
+}
+
+Table::Table(std::uint32_t num_keys) : num_keys_(num_keys) {
+  KILN_ASSERT(num_keys + 1 <= kMaxColumns, "too many columns");
+  ColumnMask primary = (num_keys == 0) ? 0 : ((1u << num_keys) - 1);
+  indexes_.push_back(std::make_unique<ColumnIndex>(primary, width()));
+  index_by_mask_[primary] = indexes_.back().get();
+}
+
+Table::Table(const Table& other)
+    : num_keys_(other.num_keys_),
+      cells_(other.cells_),
+      timestamps_(other.timestamps_),
+      flags_(other.flags_),
+      live_(other.live_) {
+  for (const auto& index : other.indexes_) {
+    indexes_.push_back(std::make_unique<ColumnIndex>(*index));
+    index_by_mask_[index->mask()] = indexes_.back().get();
+  }
+}
+
+RowId Table::find(const Value* keys) const {
+  const ColumnIndex& primary = *indexes_[0];
+  // The primary index hashes key columns 0..k-1 in order, so the keys are the search key.
+  std::uint64_t h = primary.hash_key(keys);
+  for (RowId r = primary.first(h); r != kNoRow; r = primary.next(r)) {
+    if (!alive(r)) continue;
+    const Value* candidate = row(r);
+    if (std::equal(keys, keys + num_keys_, candidate)) return r;
+  }
+  return kNoRow;
+}
+
+RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed) {
+  RowId r = end();
+  KILN_ASSERT(timestamps_.empty() || timestamps_.back() <= ts, "rows must be appended in time order");
+  cells_.insert(cells_.end(), keys, keys + num_keys_);
+  cells_.push_back(output);
+  timestamps_.push_back(ts);
+  flags_.push_back(subsumed ? kSubsumed : 0);
+  ++live_;
+  const Value* values = row(r);
+  for (auto& index : indexes_) index->add(r, index->hash_row(values), end());
+  return r;
+}
+
+void Table::kill(RowId r) {
+  KILN_ASSERT(alive(r), "killing a dead row");
+  flags_[r] |= kDead;
+  --live_;
+}
+
+RowId Table::first_row_at_or_after(Timestamp ts) const {
+  auto it = std::lower_bound(timestamps_.begin(), timestamps_.end(), ts);
+  return static_cast<RowId>(it - timestamps_.begin());
+}
+
+const ColumnIndex& Table::index(ColumnMask mask) {
+  auto found = index_by_mask_.find(mask);
+  if (found != index_by_mask_.end()) return *found->second;
+  auto index = std::make_unique<ColumnIndex>(mask, width());
+  index->clear(live_);
+  for (RowId r = 0; r < end(); ++r) {
+    if (alive(r)) index->add(r, index->hash_row(row(r)), end());
+  }
+  indexes_.push_back(std::move(index));
+  index_by_mask_[mask] = indexes_.back().get();
+  return *indexes_.back();
+}
+
+void Table::compact_if_sparse() {
+  std::size_t dead = timestamps_.size() - live_;
+  if (dead < 1024 || dead < live_) return;
+  std::size_t w = width();
+  std::size_t out = 0;
+  for (std::size_t r = 0; r < timestamps_.size(); ++r) {
+    if (flags_[r] & kDead) continue;
+    if (out != r) {
+      std::copy_n(&cells_[r * w], w, &cells_[out * w]);
+      timestamps_[out] = timestamps_[r];
+      flags_[out] = flags_[r];
+    }
+    ++out;
+  }
+  cells_.resize(out * w);
+  timestamps_.resize(out);
+  flags_.resize(out);
+  rebuild_indexes();
+}
+
+void Table::rebuild_indexes() {
+  for (auto& index : indexes_) {
+    index->clear(live_);
+    for (RowId r = 0; r < end(); ++r) index->add(r, index->hash_row(row(r)), end());
+  }
+}
+
+}  // namespace kiln::engine

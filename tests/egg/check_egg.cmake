@@ -1,0 +1,28 @@
+# Runs one rule-language program with `kiln egg` and compares it with its golden files:
+#   EXPECT=pass: exit 0 and stdout equal to NAME.out
+#   EXPECT=fail: exit non-zero and stderr containing every line of NAME.err
+get_filename_component(dir ${PROGRAM} DIRECTORY)
+get_filename_component(name ${PROGRAM} NAME_WE)
+execute_process(COMMAND ${KILN} egg ${PROGRAM}
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(EXPECT STREQUAL "pass")
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "kiln egg ${name}.egg failed (${status}):\n${err}")
+  endif()
+  file(READ ${dir}/${name}.out expected)
+  if(NOT out STREQUAL expected)
+    file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${name}.actual "${out}")
+    message(FATAL_ERROR "output of ${name}.egg differs from ${name}.out\n--- expected\n${expected}--- actual\n${out}")
+  endif()
+else()
+  if(status EQUAL 0)
+    message(FATAL_ERROR "kiln egg ${name}.egg should have failed but succeeded:\n${out}")
+  endif()
+  file(STRINGS ${dir}/${name}.err lines)
+  foreach(line ${lines})
+    string(FIND "${err}" "${line}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "stderr of ${name}.egg lacks the line:\n${line}\n--- stderr\n${err}")
+    endif()
+  endforeach()
+endif()

@@ -1,0 +1,74 @@
+// The `kiln` command line. `kiln egg FILE.egg` runs a rule-language program and prints what it
+// prints; later subcommands (compile, run, explain) arrive with the compiler.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+
+#include "dsl/session.hpp"
+#include "engine/dump.hpp"
+#include "support/diagnostic.hpp"
+
+namespace {
+
+struct EggOptions {
+  std::vector<std::string> files;
+  bool stats = false;
+  std::string dot_path;
+  std::string json_path;
+  std::optional<std::uint64_t> max_iterations;
+  std::optional<std::size_t> max_rows;
+  std::optional<double> max_seconds;
+  std::optional<std::uint64_t> match_limit;
+};
+
+int run_egg(const EggOptions& options) {
+  kiln::dsl::Session session(std::cout);
+  kiln::engine::RunLimits limits;
+  limits.max_iterations = options.max_iterations;
+  limits.max_rows = options.max_rows;
+  limits.max_seconds = options.max_seconds;
+  limits.match_limit = options.match_limit;
+  session.set_limits(limits);
+  int status = 0;
+  try {
+    for (const std::string& file : options.files) session.run_file(file);
+  } catch (const kiln::support::UserError& e) {
+    std::cout.flush();
+    std::cerr << e.what() << "\n";
+    status = 1;
+  }
+  if (options.stats) std::cerr << session.total_report().summary();
+  if (!options.dot_path.empty()) {
+    std::ofstream dot(options.dot_path);
+    dot << kiln::engine::to_dot(session.egraph());
+  }
+  if (!options.json_path.empty()) {
+    std::ofstream json(options.json_path);
+    json << kiln::engine::to_json(session.egraph());
+  }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: a superoptimizer for machine-learning programs"};
+  app.require_subcommand(1);
+
+  EggOptions egg;
+  CLI::App* egg_cmd = app.add_subcommand("egg", "Run a program in the egglog rule language");
+  egg_cmd->add_option("files", egg.files, "Program files, run in order")->required()->check(CLI::ExistingFile);
+  egg_cmd->add_flag("--stats", egg.stats, "Print the run report (per-rule matches and times) to stderr");
+  egg_cmd->add_option("--dot", egg.dot_path, "Write the final e-graph as Graphviz DOT");
+  egg_cmd->add_option("--json", egg.json_path, "Write the final e-graph as JSON");
+  egg_cmd->add_option("--max-iterations", egg.max_iterations, "Stop each run after this many iterations");
+  egg_cmd->add_option("--max-rows", egg.max_rows, "Stop a run once the e-graph has more rows");
+  egg_cmd->add_option("--max-seconds", egg.max_seconds, "Stop a run after this many seconds");
+  egg_cmd->add_option("--match-limit", egg.match_limit,
+                      "Ban a rule for a while when one iteration finds more matches (back-off)");
+
+  CLI11_PARSE(app, argc, argv);
+  if (egg_cmd->parsed()) return run_egg(egg);
+  return 0;
+}
