@@ -607,7 +607,8 @@ void Session::print_function(const Sexp& c) {
     key += ")";
     out_ << "   " << key;
     if (decl.kind == FunctionKind::Relation) {
-      out_ << " -> " << key;
+      // A relation row is its own term; subsumed rows are not extractable.
+      out_ << " -> " << (t.subsumed(r) ? std::string("Unextractable") : key);
     } else if (decl.output != builtins_.unit) {
       out_ << " -> " << show(decl.output, row[decl.inputs.size()]);
     }

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <system_error>
-#include <type_traits>
 #include <tao/pegtl.hpp>
+#include <type_traits>
 
 #include "support/diagnostic.hpp"
 
@@ -45,12 +45,13 @@ struct atom : pegtl::plus<atom_char> {};
 // egglog decodes exactly four escapes: \" \\ \n \t. Raw newlines and tabs are allowed.
 struct string_open : pegtl::one<'"'> {};
 struct string_close : pegtl::one<'"'> {};
+struct backslash : pegtl::one<'\\'> {};
 struct escape_code : pegtl::one<'"', '\\', 'n', 't'> {};
 // A backslash that ends the file leaves the string unterminated; that is the better message.
-struct escape : pegtl::seq<pegtl::one<'\\'>, pegtl::not_at<pegtl::eof>, pegtl::must<escape_code>> {};
+struct escape : pegtl::seq<backslash, pegtl::not_at<pegtl::eof>, pegtl::must<escape_code>> {};
 struct plain_chars : pegtl::plus<pegtl::not_one<'"', '\\'>> {};
-struct string_literal
-    : pegtl::seq<string_open, pegtl::star<pegtl::sor<plain_chars, escape>>, pegtl::must<string_close>> {};
+struct string_literal : pegtl::seq<string_open, pegtl::star<pegtl::sor<plain_chars, escape>>,
+                                   pegtl::must<string_close>> {};
 
 // Succeeds, consuming nothing, when the actions' stack of open lists passes a test. Lists are
 // read as separate '(' and ')' tokens against that stack rather than by a recursive rule, so
@@ -65,9 +66,15 @@ struct open_list_count_is {
     return Test(state.open_lists.size());
   }
 };
-constexpr bool nonzero(std::size_t count) { return count > 0; }
-constexpr bool zero(std::size_t count) { return count == 0; }
-constexpr bool below_limit(std::size_t count) { return count < kMaxListNesting; }
+constexpr bool nonzero(std::size_t count) {
+  return count > 0;
+}
+constexpr bool zero(std::size_t count) {
+  return count == 0;
+}
+constexpr bool below_limit(std::size_t count) {
+  return count < kMaxListNesting;
+}
 
 // Only '(' and ')' delimit lists: egglog reads '[' and ']' as ordinary token characters.
 struct within_nesting_limit : open_list_count_is<below_limit> {};
@@ -79,8 +86,8 @@ struct element : pegtl::sor<list_open, list_close, string_literal, atom> {};
 // the only thing that can stop the loop before the end; at the end, every list must be closed.
 struct end_of_file : pegtl::eof {};
 struct all_lists_closed : open_list_count_is<zero> {};
-struct file
-    : pegtl::seq<skip, pegtl::star<element, skip>, pegtl::must<end_of_file>, pegtl::must<all_lists_closed>> {};
+struct file : pegtl::seq<skip, pegtl::star<element, skip>, pegtl::must<end_of_file>,
+                         pegtl::must<all_lists_closed>> {};
 
 // egglog reads files as UTF-8 text, so a file that is not is rejected before reading. With this
 // checked, the only failures left in `file` are the ones the comments above name.
@@ -212,13 +219,15 @@ bool decimal_overflows(std::string_view text) {
   if (point == std::string_view::npos) point = mantissa.size();
   std::size_t first_nonzero = mantissa.find_first_of("123456789");
   if (first_nonzero == std::string_view::npos) return false;  // zero is never out of range
-  std::int64_t magnitude = first_nonzero < point ? static_cast<std::int64_t>(point - first_nonzero) - 1
-                                                 : -static_cast<std::int64_t>(first_nonzero - point);
+  std::int64_t magnitude = first_nonzero < point
+                               ? static_cast<std::int64_t>(point - first_nonzero) - 1
+                               : -static_cast<std::int64_t>(first_nonzero - point);
   std::int64_t exponent = 0;
   if (exponent_at != std::string_view::npos) {
     std::string_view digits = text.substr(exponent_at + 1);
     bool negative = !digits.empty() && digits.front() == '-';
-    if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) digits.remove_prefix(1);
+    if (!digits.empty() && (digits.front() == '-' || digits.front() == '+'))
+      digits.remove_prefix(1);
     for (char digit : digits) {  // saturating: only the sign of the total matters
       exponent = std::min<std::int64_t>(exponent * 10 + (digit - '0'), 1'000'000'000);
     }
@@ -229,9 +238,8 @@ bool decimal_overflows(std::string_view text) {
 
 bool parse_finite_f64(std::string_view text, double& value) {
   if (!token::matches<token::decimal>(text)) return false;
-  std::string_view unsigned_text = without_plus(text);
-  if (!unsigned_text.empty() && unsigned_text.front() == '-') unsigned_text.remove_prefix(1);
   bool negative = text.front() == '-';
+  std::string_view unsigned_text = text.substr(text.front() == '-' || text.front() == '+' ? 1 : 0);
   double magnitude = 0;
   auto [end, error] =
       std::from_chars(unsigned_text.data(), unsigned_text.data() + unsigned_text.size(), magnitude);
@@ -359,10 +367,10 @@ struct Decimal {
 Decimal to_decimal(double magnitude, int precision = -1) {
   char buffer[1024];
   char* buffer_end = buffer + sizeof buffer;
-  auto result = precision < 0
-                    ? std::to_chars(buffer, buffer_end, magnitude, std::chars_format::scientific)
-                    : std::to_chars(buffer, buffer_end, magnitude, std::chars_format::scientific,
-                                    precision);
+  auto result =
+      precision < 0
+          ? std::to_chars(buffer, buffer_end, magnitude, std::chars_format::scientific)
+          : std::to_chars(buffer, buffer_end, magnitude, std::chars_format::scientific, precision);
   std::string_view text(buffer, static_cast<std::size_t>(result.ptr - buffer));
   std::size_t e = text.find('e');
   Decimal decimal;
@@ -437,11 +445,21 @@ void append_source_form(const Sexp& node, std::string& out) {
       }
       out += ')';
       return;
-    case SexpKind::Symbol: out += node.text; return;
-    case SexpKind::Int: out += std::to_string(node.int_value); return;
-    case SexpKind::Float: out += format_f64(node.float_value); return;
-    case SexpKind::Bool: out += node.bool_value ? "true" : "false"; return;
-    case SexpKind::String: out += quote_string(node.text); return;
+    case SexpKind::Symbol:
+      out += node.text;
+      return;
+    case SexpKind::Int:
+      out += std::to_string(node.int_value);
+      return;
+    case SexpKind::Float:
+      out += format_f64(node.float_value);
+      return;
+    case SexpKind::Bool:
+      out += node.bool_value ? "true" : "false";
+      return;
+    case SexpKind::String:
+      out += quote_string(node.text);
+      return;
   }
 }
 

@@ -1,5 +1,6 @@
 #include "engine/builtins.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -16,18 +17,46 @@ using i64 = std::int64_t;
 
 constexpr std::uint64_t kCanonicalNanBits = 0x7ff8000000000000ull;
 
-double to_double(Value v) { return std::bit_cast<double>(v); }
-Value bits_of(double x) { return std::bit_cast<Value>(x); }
+double to_double(Value v) {
+  return std::bit_cast<double>(v);
+}
+Value bits_of(double x) {
+  return std::bit_cast<Value>(x);
+}
 
 // ---------------------------------------------------------------------------------------------
 // f64 text. Both of Rust's formats start from the shortest digit string that reads back as the
-// same double; std::to_chars gives exactly that (in scientific form), and the two formats differ
-// only in where they put the decimal point.
+// same double, and differ only in where they put the decimal point. std::to_chars finds the same
+// shortest digits as Rust except on an exact tie between two candidates (the double's exact
+// decimal expansion is the shorter candidate followed by 5000...): to_chars rounds half to even,
+// Rust rounds half up (1608882928643910.25 prints as ...910.3), so ties are rounded up here.
 
 struct ShortestDigits {
   std::string digits;  // no leading zeros (except the single digit of zero)
   int exponent = 0;    // value = d.ddd × 10^exponent
 };
+
+// If `s` is the lower of two equally close shortest candidates, moves it to the upper one.
+void round_tie_up(double magnitude, ShortestDigits& s) {
+  if (magnitude == 0.0) return;
+  // 767 significant digits after the first are enough for the exact expansion of any double.
+  static constexpr int kExactDigits = 767;
+  std::string exact(kExactDigits + 16, '\0');
+  auto [end, ec] = std::to_chars(exact.data(), exact.data() + exact.size(), magnitude,
+                                 std::chars_format::scientific, kExactDigits);
+  (void)ec;
+  const char* e = std::find(exact.data(), end, 'e');
+  int exponent = 0;
+  std::from_chars(e + 1 + (e[1] == '+'), end, exponent);
+  if (exponent != s.exponent) return;
+  exact.resize(static_cast<std::size_t>(e - exact.data()));
+  exact.erase(1, 1);  // the decimal point
+  const std::size_t n = s.digits.size();
+  if (exact.compare(0, n, s.digits) != 0 || exact[n] != '5' || s.digits.back() == '9') return;
+  if (exact.find_first_not_of('0', n + 1) != std::string::npos) return;
+  // The tie's lower candidate ends in an even digit (round half to even), so no carry.
+  ++s.digits.back();
+}
 
 ShortestDigits shortest_digits(double magnitude) {
   char buffer[64];
@@ -43,6 +72,7 @@ ShortestDigits shortest_digits(double magnitude) {
     if (*p == '+') ++p;
     std::from_chars(p, end, out.exponent);
   }
+  round_tie_up(magnitude, out);
   return out;
 }
 
@@ -374,12 +404,12 @@ void add_string_primitives(Registrar& reg, const Builtins& b) {
         return true;
       },
       /*variadic=*/true);
-  reg.add("replace", {b.string, b.string, b.string}, b.string,
-          [strings](const Value* a, std::size_t, Value& r) {
-            r = strings->make(
-                replace_all(strings->get(a[0]), strings->get(a[1]), strings->get(a[2])));
-            return true;
-          });
+  reg.add(
+      "replace", {b.string, b.string, b.string}, b.string,
+      [strings](const Value* a, std::size_t, Value& r) {
+        r = strings->make(replace_all(strings->get(a[0]), strings->get(a[1]), strings->get(a[2])));
+        return true;
+      });
   reg.add("count-matches", {b.string, b.string}, b.i64,
           [strings](const Value* a, std::size_t, Value& r) {
             r = I64Sort::make(count_matches(strings->get(a[0]), strings->get(a[1])));
@@ -440,7 +470,9 @@ Value F64Sort::make(double x) const {
   return first_spelling_.emplace(key, bits_of(x)).first->second;
 }
 
-double F64Sort::get(Value v) { return to_double(v); }
+double F64Sort::get(Value v) {
+  return to_double(v);
+}
 
 std::string F64Sort::debug_string(double x) {
   if (!std::isfinite(x)) return non_finite_text(x);

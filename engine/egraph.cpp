@@ -93,7 +93,8 @@ void EGraph::write_row(FunctionEntry& f, const Value* keys, Value output, bool s
     ++version_;
   }
   Value old_value = canonical(f.decl.output, f.table.output(r));
-  if (old_value == output) return;
+  // A custom merge runs even on equal values: `(+ old new)` accumulates.
+  if (old_value == output && f.decl.merge != MergeKind::Custom) return;
   switch (f.decl.merge) {
     case MergeKind::Union:
       unite(old_value, output);

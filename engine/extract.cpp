@@ -114,8 +114,20 @@ std::vector<std::string> TreeExtractor::variants(SortId sort, Value eclass,
     if (egraph_.find_const(egraph_.table(node.function).output(node.row)) != root) return;
     if (std::optional<std::uint64_t> c = node_cost(node)) nodes.emplace_back(*c, node);
   });
-  std::stable_sort(nodes.begin(), nodes.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // egglog's order: cost, then constructor name, then argument values (e-classes by id).
+  auto key = [&](const ENode& node) {
+    const FunctionDecl& decl = egraph_.function(node.function);
+    const Value* row = egraph_.table(node.function).row(node.row);
+    std::vector<Value> args;
+    for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+      args.push_back(egraph_.sort(decl.inputs[i]).is_eq ? egraph_.find_const(row[i]) : row[i]);
+    }
+    return std::make_pair(decl.name, args);
+  };
+  std::stable_sort(nodes.begin(), nodes.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return key(a.second) < key(b.second);
+  });
   std::vector<std::string> out;
   for (std::size_t i = 0; i < nodes.size() && i < limit; ++i) {
     std::string text;

@@ -78,13 +78,12 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
     std::size_t best_rows = 0;
     for (std::size_t a = 0; a < q.atoms.size(); ++a) {
       if (used[a]) continue;
-      if (n == 0 && first_atom < q.atoms.size() && a != first_atom) continue;
       std::size_t bound_columns = 0;
       for (const QueryTerm& t : q.atoms[a].columns) bound_columns += term_bound(t, bound);
       std::size_t rows =
           rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since);
       if (best == q.atoms.size() || bound_columns > best_bound ||
-          (bound_columns == best_bound && rows < best_rows)) {
+          (bound_columns == best_bound && rows <= best_rows)) {
         best = a;
         best_bound = bound_columns;
         best_rows = rows;
@@ -119,15 +118,15 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
 
 class Executor {
  public:
-  Executor(EGraph& egraph, const Query& query, const Plan& plan, Timestamp since,
+  Executor(EGraph& egraph, const Query& query, const Plan& plan, SearchWindow window,
            const MatchSink& sink)
-      : egraph_(egraph), query_(query), plan_(plan), since_(since), sink_(sink),
+      : egraph_(egraph), query_(query), plan_(plan), window_(window), sink_(sink),
         vars_(query.num_vars(), 0) {
     for (const Step& step : plan.steps) {
       Table& t = egraph.table(query.atoms[step.atom].function);
       tables_.push_back(&t);
       indexes_.push_back(step.mask ? &t.index(step.mask) : nullptr);
-      splits_.push_back(t.first_row_at_or_after(since));
+      splits_.push_back(t.first_row_at_or_after(window.since));
     }
   }
 
@@ -164,7 +163,7 @@ class Executor {
   bool accept_row(std::size_t i, RowId r) {
     const Step& step = plan_.steps[i];
     const Table& t = *tables_[i];
-    if (!t.alive(r) || t.subsumed(r)) return false;
+    if (!t.alive(r) || (t.subsumed(r) && !window_.include_subsumed)) return false;
     if (step.filter == RowFilter::New && r < splits_[i]) return false;
     if (step.filter == RowFilter::Old && r >= splits_[i]) return false;
     const Value* row = t.row(r);
@@ -213,7 +212,7 @@ class Executor {
   EGraph& egraph_;
   const Query& query_;
   const Plan& plan_;
-  Timestamp since_;
+  SearchWindow window_;
   const MatchSink& sink_;
   std::vector<Value> vars_;
   std::vector<Table*> tables_;
@@ -244,7 +243,7 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
     Plan plan = make_plan(egraph, query, filters, 0, n);
-    return Executor(egraph, query, plan, 0, sink).run();
+    return Executor(egraph, query, plan, window, sink).run();
   }
   for (std::size_t i = 0; i < n; ++i) {
     const Table& t = egraph.table(query.atoms[i].function);
@@ -253,14 +252,14 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
     filters[i] = RowFilter::New;
     Plan plan = make_plan(egraph, query, filters, window.since, i);
-    if (!Executor(egraph, query, plan, window.since, sink).run()) return false;
+    if (!Executor(egraph, query, plan, window, sink).run()) return false;
   }
   return true;
 }
 
 bool has_match(EGraph& egraph, const Query& query) {
   bool found = false;
-  search(egraph, query, SearchWindow{0}, [&](const Value*) {
+  search(egraph, query, SearchWindow{0, true}, [&](const Value*) {
     found = true;
     return false;
   });

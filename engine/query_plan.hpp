@@ -16,13 +16,15 @@ using MatchSink = std::function<bool(const Value* vars)>;
 struct SearchWindow {
   // Only matches that use at least one row written at or after `since` (0 = every match).
   Timestamp since = 0;
+  // Subsumed rows are hidden from rules but visible to `check`.
+  bool include_subsumed = false;
 };
 
 // Enumerates matches on the current (rebuilt) database; the database must not change meanwhile.
 // Returns false if the sink stopped the search.
 bool search(EGraph& egraph, const Query& query, SearchWindow window, const MatchSink& sink);
 
-// True if the query has at least one match (used by check and :until).
+// True if the query has at least one match (used by check and :until; sees subsumed rows).
 bool has_match(EGraph& egraph, const Query& query);
 
 }  // namespace kiln::engine

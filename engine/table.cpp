@@ -12,6 +12,7 @@ ColumnIndex::ColumnIndex(ColumnMask mask, std::uint32_t width) : mask_(mask) {
     if (mask & (1u << c)) columns_.push_back(c);
   }
   heads_.assign(16, kNoRow);
+  tails_.assign(16, kNoRow);
 }
 
 std::uint64_t ColumnIndex::hash_row(const Value* row) const {
@@ -30,6 +31,7 @@ void ColumnIndex::clear(std::size_t row_capacity) {
   std::size_t slots = 16;
   while (slots < row_capacity) slots *= 2;
   heads_.assign(slots, kNoRow);
+  tails_.assign(slots, kNoRow);
   next_.clear();
   hashes_.clear();
   entries_ = 0;
@@ -37,14 +39,22 @@ void ColumnIndex::clear(std::size_t row_capacity) {
 
 void ColumnIndex::grow() {
   heads_.assign(heads_.size() * 2, kNoRow);
-  std::size_t mask = heads_.size() - 1;
-  // Re-chain in row order so chains list newer rows first, as add() does.
+  tails_.assign(heads_.size(), kNoRow);
   for (RowId r = 0; r < next_.size(); ++r) {
-    if (hashes_[r] == 0) continue;  // slot never added (only possible for skipped dead rows)
-    std::size_t slot = hashes_[r] & mask;
-    next_[r] = heads_[slot];
-    heads_[slot] = r;
+    if (hashes_[r] != 0) link(r);  // 0: never added (a dead row skipped at build time)
   }
+}
+
+// Appends the row at the tail of its chain, so chains list rows oldest first (as egglog does).
+void ColumnIndex::link(RowId row) {
+  std::size_t slot = hashes_[row] & (heads_.size() - 1);
+  next_[row] = kNoRow;
+  if (tails_[slot] == kNoRow) {
+    heads_[slot] = row;
+  } else {
+    next_[tails_[slot]] = row;
+  }
+  tails_[slot] = row;
 }
 
 void ColumnIndex::add(RowId row, std::uint64_t hash, std::size_t total_rows) {
@@ -53,12 +63,9 @@ void ColumnIndex::add(RowId row, std::uint64_t hash, std::size_t total_rows) {
     next_.resize(row + 1, kNoRow);
     hashes_.resize(row + 1, 0);
   }
+  if (++entries_ > heads_.size()) grow();  // before this row is chained, so it is chained once
   hashes_[row] = hash;
-  ++entries_;
-  if (entries_ > heads_.size()) grow();
-  std::size_t slot = hash & (heads_.size() - 1);
-  next_[row] = heads_[slot];
-  heads_[slot] = row;
+  link(row);
 }
 
 Table::Table(std::uint32_t num_keys) : num_keys_(num_keys) {

@@ -38,10 +38,12 @@ class ColumnIndex {
 
  private:
   void grow();
+  void link(RowId row);
 
   ColumnMask mask_;
   std::vector<std::uint32_t> columns_;
   std::vector<RowId> heads_;
+  std::vector<RowId> tails_;
   std::vector<RowId> next_;
   std::vector<std::uint64_t> hashes_;  // per row, so growth does not re-read rows
   std::size_t entries_ = 0;

@@ -39,10 +39,14 @@ bool same_tree(const Sexp& a, const Sexp& b) {
       }
       return true;
     case SexpKind::Symbol:
-    case SexpKind::String: return a.text == b.text;
-    case SexpKind::Int: return a.int_value == b.int_value;
-    case SexpKind::Float: return same_float(a.float_value, b.float_value);
-    case SexpKind::Bool: return a.bool_value == b.bool_value;
+    case SexpKind::String:
+      return a.text == b.text;
+    case SexpKind::Int:
+      return a.int_value == b.int_value;
+    case SexpKind::Float:
+      return same_float(a.float_value, b.float_value);
+    case SexpKind::Bool:
+      return a.bool_value == b.bool_value;
   }
   return false;
 }

@@ -123,8 +123,8 @@ TEST_CASE("builtins: adds the five primitive sorts by name [engine]") {
 
 TEST_CASE("builtins: names egglog lacks are not registered [engine]") {
   Prims p;
-  for (const char* name : {"=", "neg-i64", "pow", "floor", "ceil", "round", "str-concat",
-                           "bool-=="})
+  for (const char* name :
+       {"=", "neg-i64", "pow", "floor", "ceil", "round", "str-concat", "bool-=="})
     CHECK_FALSE(p.egraph.primitives().contains(name));
   // No unary minus or neg on i64, no bool-< on f64, no to-string on strings.
   CHECK(p.resolve("-", {p.b.i64}) == nullptr);
@@ -357,6 +357,9 @@ TEST_CASE("builtins: f64 prints like Rust Display, plus .0 when it reads as an i
   CHECK(p.f64_text(1.7976931348623157e308) == "17976931348623157" + std::string(292, '0'));
   CHECK(p.f64_text(5e-324) == "0." + std::string(323, '0') + "5");
   CHECK(p.f64_text(2.2250738585072014e-308) == "0." + std::string(307, '0') + "22250738585072014");
+  // An exact tie between two shortest candidates rounds up, as Rust does.
+  CHECK(p.f64_text(1608882928643910.25) == "1608882928643910.3");
+  CHECK(p.f64_text(-1128210629364242.25) == "-1128210629364242.3");
   CHECK(p.f64_text(kNaN) == "NaN");
   CHECK(p.f64_text(kInf) == "inf");
   CHECK(p.f64_text(-kInf) == "-inf");
@@ -386,6 +389,7 @@ TEST_CASE("builtins: f64 to-string uses Rust Debug formatting [engine]") {
   CHECK(F64Sort::debug_string(5e-324) == "5e-324");
   CHECK(F64Sort::debug_string(1e-320) == "1e-320");
   CHECK(F64Sort::debug_string(0.1 + 0.2) == "0.30000000000000004");
+  CHECK(F64Sort::debug_string(1608882928643910.25) == "1608882928643910.3");
 
   Prims p;
   auto s = p.f_raw("to-string", {1e20});
@@ -494,9 +498,7 @@ TEST_CASE("builtins: bool operations and guard [engine]") {
   CHECK(p.bl("=>", {false, true}) == true);
   CHECK(p.bl("=>", {true, false}) == false);
   CHECK(p.bl("=>", {true, true}) == true);
-  auto guard = [&](bool x) {
-    return p.call("guard", {p.b.boolean}, {BoolSort::make(x)});
-  };
+  auto guard = [&](bool x) { return p.call("guard", {p.b.boolean}, {BoolSort::make(x)}); };
   CHECK(guard(true) == Value{0});
   CHECK_FALSE(guard(false));
   CHECK(p.resolve("guard", {p.b.boolean})->output == p.b.unit);

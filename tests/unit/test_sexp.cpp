@@ -80,9 +80,8 @@ TEST_CASE("reader: classifies floats [dsl]") {
   };
   for (Case c : {Case{"1.", 1.0}, Case{".5", 0.5}, Case{"-.5", -0.5}, Case{"+1.5", 1.5},
                  Case{"1e5", 1e5}, Case{"1E5", 1e5}, Case{"1.e5", 1e5}, Case{"1.5e+3", 1500.0},
-                 Case{"-1E-5", -1e-5}, Case{"0.1", 0.1}, Case{"0e0", 0.0},
-                 Case{"5e-324", 5e-324}, Case{"3e-324", 5e-324},
-                 Case{"1.7976931348623157e308", 1.7976931348623157e308},
+                 Case{"-1E-5", -1e-5}, Case{"0.1", 0.1}, Case{"0e0", 0.0}, Case{"5e-324", 5e-324},
+                 Case{"3e-324", 5e-324}, Case{"1.7976931348623157e308", 1.7976931348623157e308},
                  Case{"inf", std::numeric_limits<double>::infinity()},
                  Case{"-inf", -std::numeric_limits<double>::infinity()}}) {
     INFO(c.text);
@@ -110,10 +109,34 @@ TEST_CASE("reader: keeps the sign of zero and underflows to zero [dsl]") {
 
 TEST_CASE("reader: tokens egglog does not read as numbers are symbols [dsl]") {
   // Overflowing floats, other spellings of NaN and infinity, and malformed numbers.
-  for (const char* text :
-       {"1e400", "-1e400", "1e99999999999999999999", "1.7976931348623159e308", "nan", "NAN",
-        "-NaN", "+NaN", "+inf", "Inf", "infinity", "-infinity", "1_000", "0x10", "1e", "1e+",
-        "E5", ".e5", ".", "-.", "-", "+", "1.5.", "--5", "+-5", "1f", "1.0f64", "1e5e"}) {
+  for (const char* text : {"1e400",
+                           "-1e400",
+                           "1e99999999999999999999",
+                           "1.7976931348623159e308",
+                           "nan",
+                           "NAN",
+                           "-NaN",
+                           "+NaN",
+                           "+inf",
+                           "Inf",
+                           "infinity",
+                           "-infinity",
+                           "1_000",
+                           "0x10",
+                           "1e",
+                           "1e+",
+                           "E5",
+                           ".e5",
+                           ".",
+                           "-.",
+                           "-",
+                           "+",
+                           "1.5.",
+                           "--5",
+                           "+-5",
+                           "1f",
+                           "1.0f64",
+                           "1e5e"}) {
     INFO(text);
     Sexp node = read_one(text);
     CHECK(node.kind == SexpKind::Symbol);
@@ -208,9 +231,17 @@ TEST_CASE("reader: skips whitespace and comments [dsl]") {
   CHECK(read("x ;c\r(y)").size() == 1);
   // Whitespace is Rust's: \v, \f, NBSP, U+3000 and NEL separate tokens; U+001C and a
   // zero-width space do not.
-  CHECK(read("a\vb\fc\xc2\xa0" "d\xe3\x80\x80" "e\xc2\x85" "f").size() == 6);
-  CHECK(read("a\x1c" "b").size() == 1);
-  CHECK(read("a\xe2\x80\x8b" "b").size() == 1);
+  CHECK(read("a\vb\fc\xc2\xa0"
+             "d\xe3\x80\x80"
+             "e\xc2\x85"
+             "f")
+            .size() == 6);
+  CHECK(read("a\x1c"
+             "b")
+            .size() == 1);
+  CHECK(read("a\xe2\x80\x8b"
+             "b")
+            .size() == 1);
 }
 
 TEST_CASE("reader: reports an unclosed list where it opened [dsl]") {
@@ -252,8 +283,8 @@ TEST_CASE("reader: reports an invalid escape where it is [dsl]") {
         "test.egg:1:7: error: invalid escape in string (egglog accepts \\\", \\\\, \\n and \\t)\n"
         "  (a \"ab\\qc\")\n"
         "        ^~");
-  for (const char* text : {"\"\\r\"", "\"\\0\"", "\"\\x41\"", "\"\\u{41}\"", "\"\\'\"",
-                           "\"\\\n\""}) {
+  for (const char* text :
+       {"\"\\r\"", "\"\\0\"", "\"\\x41\"", "\"\\u{41}\"", "\"\\'\"", "\"\\\n\""}) {
     INFO(text);
     CHECK(read_error(text).find("error: invalid escape") != std::string::npos);
   }
@@ -284,16 +315,16 @@ TEST_CASE("sexp: prints floats as egglog prints f64 literals [dsl]") {
     const char* text;
     const char* printed;
   };
-  for (Case c : {Case{"1.0", "1.0"}, Case{"0.1", "0.1"}, Case{"1e5", "100000.0"},
-                 Case{"1e20", "100000000000000000000"}, Case{"1e-7", "0.0000001"},
-                 Case{"-0.0", "-0.0"}, Case{"0.0", "0.0"}, Case{"NaN", "NaN"},
-                 Case{"inf", "inf"}, Case{"-inf", "-inf"}, Case{"-.5", "-0.5"},
-                 Case{"123456789012345678.0", "123456789012345680.0"},
-                 Case{"9223372036854775808", "9223372036854776000"},
-                 Case{"-9223372036854775809", "-9223372036854776000"},
-                 // Halfway between two shortest candidates egglog (Rust) rounds up.
-                 Case{"2053637337633904.25", "2053637337633904.3"},
-                 Case{"1573626427739.15625", "1573626427739.1563"}}) {
+  for (Case c :
+       {Case{"1.0", "1.0"}, Case{"0.1", "0.1"}, Case{"1e5", "100000.0"},
+        Case{"1e20", "100000000000000000000"}, Case{"1e-7", "0.0000001"}, Case{"-0.0", "-0.0"},
+        Case{"0.0", "0.0"}, Case{"NaN", "NaN"}, Case{"inf", "inf"}, Case{"-inf", "-inf"},
+        Case{"-.5", "-0.5"}, Case{"123456789012345678.0", "123456789012345680.0"},
+        Case{"9223372036854775808", "9223372036854776000"},
+        Case{"-9223372036854775809", "-9223372036854776000"},
+        // Halfway between two shortest candidates egglog (Rust) rounds up.
+        Case{"2053637337633904.25", "2053637337633904.3"},
+        Case{"1573626427739.15625", "1573626427739.1563"}}) {
     INFO(c.text);
     CHECK(read_one(c.text).to_string() == c.printed);
   }

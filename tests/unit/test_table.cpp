@@ -1,0 +1,319 @@
+// Tables and column indexes: find/append/kill, index lookups after many rows, compaction, and the
+// timestamp split used by semi-naive evaluation.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "engine/table.hpp"
+
+using namespace kiln::engine;
+
+namespace {
+
+// Every row the index chains for `key` (values of the index's columns), with how often it appears.
+// The walk is bounded so a cyclic chain fails the test instead of hanging it.
+std::map<RowId, int> chained_rows(const ColumnIndex& index, const std::vector<Value>& key,
+                                  std::size_t bound) {
+  std::map<RowId, int> seen;
+  std::size_t steps = 0;
+  for (RowId r = index.first(index.hash_key(key.data())); r != kNoRow; r = index.next(r)) {
+    ++seen[r];
+    if (++steps > bound) break;
+  }
+  return seen;
+}
+
+// The live rows the index yields for `key`, filtering hash collisions as a reader does.
+std::set<RowId> index_lookup(const Table& t, const ColumnIndex& index, const std::vector<Value>& key) {
+  std::set<RowId> out;
+  for (auto [r, count] : chained_rows(index, key, 4 * t.end() + 16)) {
+    REQUIRE(count == 1);  // a row is chained once
+    if (!t.alive(r)) continue;
+    bool equal = true;
+    for (std::size_t k = 0; k < index.columns().size(); ++k) {
+      equal &= t.row(r)[index.columns()[k]] == key[k];
+    }
+    if (equal) out.insert(r);
+  }
+  return out;
+}
+
+// The live rows whose `columns` hold `key`, by a scan.
+std::set<RowId> scan(const Table& t, const std::vector<std::uint32_t>& columns,
+                     const std::vector<Value>& key) {
+  std::set<RowId> out;
+  for (RowId r = 0; r < t.end(); ++r) {
+    if (!t.alive(r)) continue;
+    bool equal = true;
+    for (std::size_t k = 0; k < columns.size(); ++k) equal &= t.row(r)[columns[k]] == key[k];
+    if (equal) out.insert(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("table: append then find returns the row and its cells [engine]") {
+  Table t(2);
+  CHECK(t.num_keys() == 2);
+  CHECK(t.width() == 3);
+  Value k1[] = {1, 2};
+  Value k2[] = {2, 1};
+  CHECK(t.find(k1) == kNoRow);
+  RowId r1 = t.append(k1, 10, 1, false);
+  RowId r2 = t.append(k2, 20, 3, true);
+  CHECK(r1 == 0);
+  CHECK(r2 == 1);
+  CHECK(t.find(k1) == r1);
+  CHECK(t.find(k2) == r2);
+  CHECK(t.output(r1) == 10);
+  CHECK(t.output(r2) == 20);
+  CHECK(t.row(r2)[0] == 2);
+  CHECK(t.row(r2)[1] == 1);
+  CHECK(t.timestamp(r1) == 1);
+  CHECK(t.timestamp(r2) == 3);
+  CHECK_FALSE(t.subsumed(r1));
+  CHECK(t.subsumed(r2));
+  CHECK(t.size() == 2);  // subsumed rows are live
+  CHECK(t.end() == 2);
+  Value missing[] = {1, 1};
+  CHECK(t.find(missing) == kNoRow);
+}
+
+TEST_CASE("table: kill hides a row from find and size, and the keys can be re-appended [engine]") {
+  Table t(1);
+  Value k[] = {7};
+  RowId r = t.append(k, 1, 1, false);
+  t.kill(r);
+  CHECK_FALSE(t.alive(r));
+  CHECK(t.size() == 0);
+  CHECK(t.end() == 1);
+  CHECK(t.find(k) == kNoRow);
+  RowId again = t.append(k, 2, 2, false);
+  CHECK(again == 1);
+  CHECK(t.find(k) == again);
+  CHECK(t.output(t.find(k)) == 2);
+  CHECK(t.size() == 1);
+}
+
+TEST_CASE("table: a zero-key table holds at most one live row [engine]") {
+  Table t(0);
+  CHECK(t.find(nullptr) == kNoRow);
+  RowId r = t.append(nullptr, 5, 1, false);
+  CHECK(t.find(nullptr) == r);
+  t.kill(r);
+  CHECK(t.find(nullptr) == kNoRow);
+  RowId s = t.append(nullptr, 6, 2, false);
+  CHECK(t.find(nullptr) == s);
+  CHECK(t.output(s) == 6);
+}
+
+TEST_CASE("table: primary and secondary indexes stay right while rows grow past many resizes [engine]") {
+  Table t(2);
+  // One index exists before any row (grown by append), one is built after the rows exist.
+  const ColumnIndex& early = t.index(0b001);
+  const std::size_t n = 5000;
+  std::vector<RowId> rows;
+  for (std::size_t i = 0; i < n; ++i) {
+    Value keys[] = {i % 37, i};
+    rows.push_back(t.append(keys, i % 5, 1 + static_cast<Timestamp>(i / 100), false));
+  }
+  // Kill every third row so chains also hold dead rows.
+  for (std::size_t i = 0; i < n; i += 3) t.kill(rows[i]);
+  const ColumnIndex& late = t.index(0b100);      // the output column
+  const ColumnIndex& both = t.index(0b101);      // key 0 and the output
+  CHECK(&t.index(0b001) == &early);               // reused, not rebuilt
+  CHECK(early.columns() == std::vector<std::uint32_t>{0});
+  CHECK(both.columns() == std::vector<std::uint32_t>{0, 2});
+
+  for (Value k = 0; k < 37; ++k) REQUIRE(index_lookup(t, early, {k}) == scan(t, {0}, {k}));
+  for (Value k = 0; k < 6; ++k) REQUIRE(index_lookup(t, late, {k}) == scan(t, {2}, {k}));
+  for (Value a = 0; a < 37; a += 5) {
+    for (Value b = 0; b < 5; ++b) REQUIRE(index_lookup(t, both, {a, b}) == scan(t, {0, 2}, {a, b}));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Value keys[] = {i % 37, i};
+    REQUIRE(t.find(keys) == (i % 3 == 0 ? kNoRow : rows[i]));
+  }
+  // Rows appended after the late index was built are found through it too.
+  for (std::size_t i = n; i < n + 700; ++i) {
+    Value keys[] = {i % 37, i};
+    t.append(keys, 5, 100, false);
+  }
+  REQUIRE(index_lookup(t, late, {5}) == scan(t, {2}, {5}));
+  REQUIRE(index_lookup(t, late, {5}).size() == 700);
+  for (Value k = 0; k < 37; ++k) REQUIRE(index_lookup(t, early, {k}) == scan(t, {0}, {k}));
+}
+
+TEST_CASE("table: hash_row and hash_key agree on the index's columns [engine]") {
+  ColumnIndex index(0b1010, 5);
+  CHECK(index.columns() == std::vector<std::uint32_t>{1, 3});
+  Value row[] = {11, 22, 33, 44, 55};
+  Value key[] = {22, 44};
+  CHECK(index.hash_row(row) == index.hash_key(key));
+  Value other[] = {22, 45};
+  CHECK(index.hash_row(row) != index.hash_key(other));
+}
+
+TEST_CASE("table: first_row_at_or_after splits the rows by timestamp [engine]") {
+  Table t(1);
+  Timestamp stamps[] = {1, 1, 2, 2, 2, 5, 5};
+  for (Value i = 0; i < 7; ++i) {
+    Value k[] = {i};
+    t.append(k, 0, stamps[i], false);
+  }
+  t.kill(3);  // dead rows keep their slot and their time
+  CHECK(t.first_row_at_or_after(0) == 0);
+  CHECK(t.first_row_at_or_after(1) == 0);
+  CHECK(t.first_row_at_or_after(2) == 2);
+  CHECK(t.first_row_at_or_after(3) == 5);
+  CHECK(t.first_row_at_or_after(5) == 5);
+  CHECK(t.first_row_at_or_after(6) == 7);
+  CHECK(t.first_row_at_or_after(6) == t.end());
+  Table empty(1);
+  CHECK(empty.first_row_at_or_after(0) == 0);
+  CHECK(empty.first_row_at_or_after(9) == 0);
+}
+
+TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and indexes [engine]") {
+  Table t(1);
+  const std::size_t n = 3000;
+  for (std::size_t i = 0; i < n; ++i) {
+    Value k[] = {i};
+    t.append(k, i % 10, static_cast<Timestamp>(1 + i / 10), i % 7 == 0);
+  }
+  const ColumnIndex& by_output = t.index(0b10);
+  // Keep one row in three: 1000 live, 2000 dead.
+  for (RowId r = 0; r < n; ++r) {
+    if (r % 3 != 1) t.kill(r);
+  }
+  REQUIRE(t.size() == 1000);
+  t.compact_if_sparse();
+  REQUIRE(t.end() == 1000);
+  REQUIRE(t.size() == 1000);
+  for (RowId r = 0; r < t.end(); ++r) {
+    std::size_t original = 3 * r + 1;
+    REQUIRE(t.alive(r));
+    REQUIRE(t.row(r)[0] == original);
+    REQUIRE(t.output(r) == original % 10);
+    REQUIRE(t.timestamp(r) == 1 + original / 10);
+    REQUIRE(t.subsumed(r) == (original % 7 == 0));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Value k[] = {i};
+    RowId r = t.find(k);
+    if (i % 3 == 1) {
+      REQUIRE(r == (i - 1) / 3);
+    } else {
+      REQUIRE(r == kNoRow);
+    }
+  }
+  // The index reference survives compaction and is rebuilt over the new row ids.
+  for (Value o = 0; o < 10; ++o) REQUIRE(index_lookup(t, by_output, {o}) == scan(t, {1}, {o}));
+  // Timestamps still split the rows.
+  RowId older = 0;
+  for (RowId r = 0; r < t.end(); ++r) older += t.timestamp(r) < 150;
+  CHECK(older > 0);
+  CHECK(t.first_row_at_or_after(150) == older);
+  // Appending after compaction works and is indexed.
+  Value k[] = {999999};
+  RowId r = t.append(k, 3, 400, false);
+  CHECK(r == 1000);
+  CHECK(t.find(k) == r);
+  CHECK(index_lookup(t, by_output, {3}).count(r) == 1);
+}
+
+TEST_CASE("table: compaction waits until dead rows are many and outnumber live ones [engine]") {
+  SECTION("few dead rows") {
+    Table t(1);
+    for (Value i = 0; i < 100; ++i) {
+      Value k[] = {i};
+      t.append(k, 0, 1, false);
+    }
+    for (RowId r = 0; r < 90; ++r) t.kill(r);
+    t.compact_if_sparse();
+    CHECK(t.end() == 100);
+  }
+  SECTION("many dead rows but more live ones") {
+    Table t(1);
+    for (Value i = 0; i < 5000; ++i) {
+      Value k[] = {i};
+      t.append(k, 0, 1, false);
+    }
+    for (RowId r = 0; r < 2000; ++r) t.kill(r);
+    t.compact_if_sparse();
+    CHECK(t.end() == 5000);
+    CHECK(t.size() == 3000);
+  }
+}
+
+TEST_CASE("table: a copy is independent of the original, indexes included [engine]") {
+  Table t(1);
+  t.index(0b10);
+  for (Value i = 0; i < 20; ++i) {
+    Value k[] = {i};
+    t.append(k, i % 2, 1, false);
+  }
+  Table copy(t);
+  for (Value i = 20; i < 3000; ++i) {
+    Value k[] = {i};
+    copy.append(k, 1, 2, false);
+  }
+  Value k0[] = {0};
+  copy.kill(copy.find(k0));
+  CHECK(t.size() == 20);
+  CHECK(t.find(k0) == 0);
+  CHECK(copy.size() == 2999);
+  CHECK(copy.find(k0) == kNoRow);
+  CHECK(index_lookup(t, t.index(0b10), {1}) == scan(t, {1}, {1}));
+  CHECK(index_lookup(t, t.index(0b10), {1}).size() == 10);
+  CHECK(index_lookup(copy, copy.index(0b10), {1}) == scan(copy, {1}, {1}));
+  CHECK(index_lookup(copy, copy.index(0b10), {1}).size() == 10 + 2980);
+  Table assigned(3);
+  assigned = copy;
+  CHECK(assigned.num_keys() == 1);
+  CHECK(assigned.size() == copy.size());
+  CHECK(index_lookup(assigned, assigned.index(0b10), {0}) == scan(copy, {1}, {0}));
+}
+
+TEST_CASE("table: random appends and kills keep find and every index consistent [engine]") {
+  std::mt19937 rng(99);
+  Table t(2);
+  const ColumnIndex& first = t.index(0b001);
+  const ColumnIndex& second = t.index(0b010);
+  std::map<std::pair<Value, Value>, RowId> live;
+  Timestamp now = 1;
+  for (int step = 0; step < 6000; ++step) {
+    Value a = rng() % 23, b = rng() % 41;
+    Value keys[] = {a, b};
+    auto found = live.find({a, b});
+    if (found != live.end() && rng() % 2 == 0) {
+      t.kill(found->second);
+      live.erase(found);
+    } else if (found == live.end()) {
+      live[{a, b}] = t.append(keys, rng() % 4, now, false);
+    }
+    if (step % 500 == 0) ++now;
+    if (step % 1500 == 1499) {
+      // Compaction renumbers rows; re-read their ids by key.
+      t.compact_if_sparse();
+      for (auto& [key, row] : live) {
+        Value k[] = {key.first, key.second};
+        row = t.find(k);
+        REQUIRE(row != kNoRow);
+      }
+    }
+  }
+  REQUIRE(t.size() == live.size());
+  for (const auto& [key, row] : live) {
+    Value k[] = {key.first, key.second};
+    REQUIRE(t.find(k) == row);
+  }
+  for (Value a = 0; a < 23; ++a) REQUIRE(index_lookup(t, first, {a}) == scan(t, {0}, {a}));
+  for (Value b = 0; b < 41; ++b) REQUIRE(index_lookup(t, second, {b}) == scan(t, {1}, {b}));
+}
