@@ -321,7 +321,8 @@ class QueryBuilder {
     }
     for (const auto& [name, s] : named_) {
       if (!slots_[find(s)].grounded) {
-        throw UserError("variable '" + name +
+        // A run-time failure in egglog (its grounding check runs late), so (fail ...) catches it.
+        throw support::RuntimeFailure("variable '" + name +
                             "' is ungrounded: it must appear as an argument or result of a "
                             "function in the query",
                         slots_[s].span);

@@ -84,6 +84,15 @@ void Session::run_sexps(const std::vector<Sexp>& commands) {
 }
 
 void Session::run_command(const Sexp& c) {
+  try {
+    dispatch(c);
+    state_.egraph.rebuild();
+  } catch (const UserError& e) {
+    support::rethrow_with_span(e, c.span);  // e.g. a merge conflict found by rebuild
+  }
+}
+
+void Session::dispatch(const Sexp& c) {
   if (!c.is_list() || c.items.empty() || !c.items[0].is_symbol()) {
     throw UserError("expected a command such as (datatype ...), (rule ...) or (run ...)", c.span);
   }
@@ -111,7 +120,6 @@ void Session::run_command(const Sexp& c) {
   else if (head == "print-stats") print_stats(c);
   else if (head == "include") include(c);
   else run_top_level_actions(c);
-  state_.egraph.rebuild();
 }
 
 // ----- declarations --------------------------------------------------------------------------
@@ -265,7 +273,8 @@ void Session::declare_function(const Sexp& c, FunctionKind kind) {
         try {
           engine::run_actions(egraph, merge->program, registers.data());
         } catch (const UserError& e) {
-          throw UserError("merge function of '" + name + "' failed: " + e.message(), e.span());
+          throw support::RuntimeFailure("merge function of '" + name + "' failed: " + e.message(),
+                                        e.span());
         }
         return registers[merge->result];
       };
@@ -288,7 +297,10 @@ void Session::declare_ruleset(const Sexp& c) {
 }
 
 void Session::require_ruleset(const std::string& name, const support::Span& span) const {
-  if (!state_.rulesets.count(name)) throw UserError("no such ruleset '" + name + "'", span);
+  // egglog reports this when the run starts, so `(fail (run missing 1))` succeeds.
+  if (!state_.rulesets.count(name)) {
+    throw support::RuntimeFailure("no such ruleset '" + name + "'", span);
+  }
 }
 
 // ----- rules ---------------------------------------------------------------------------------
@@ -494,18 +506,21 @@ void Session::check(const Sexp& c) {
   CompiledQuery query = compile_query(scope(), facts);
   state_.egraph.rebuild();
   if (query.never_matches || !engine::has_match(state_.egraph, query.query)) {
-    throw UserError("check failed", c.span);
+    throw support::RuntimeFailure("check failed", c.span);
   }
 }
 
 void Session::fail(const Sexp& c) {
   if (c.items.size() != 2) throw UserError("expected (fail command)", c.span);
+  if (c.items[1].is_list() && !c.items[1].items.empty() && c.items[1].items[0].is_symbol("include")) {
+    throw UserError("include is not allowed inside (fail ...)", c.items[1].span);
+  }
   try {
     run_command(c.items[1]);
-  } catch (const UserError&) {
-    return;
+  } catch (const support::RuntimeFailure&) {
+    return;  // only run-time failures count; syntax and type errors still stop the program
   }
-  throw UserError("command should have failed", c.span);
+  throw support::RuntimeFailure("command should have failed", c.span);
 }
 
 void Session::extract(const Sexp& c) {
@@ -528,7 +543,7 @@ void Session::extract(const Sexp& c) {
     for (const std::string& t : terms) out_ << "   " << t << "\n";
     out_ << ")\n";
   } catch (const UserError& e) {
-    throw UserError("extraction failed: " + e.message(), c.span);
+    throw support::RuntimeFailure("extraction failed: " + e.message(), c.span);
   }
 }
 
@@ -539,7 +554,7 @@ void Session::push(const Sexp& c) {
 
 void Session::pop(const Sexp& c) {
   std::uint64_t n = c.items.size() > 1 ? expect_count(c.items[1], "a count") : 1;
-  if (n > stack_.size()) throw UserError("pop without a matching push", c.span);
+  if (n > stack_.size()) throw support::RuntimeFailure("pop without a matching push", c.span);
   for (std::uint64_t i = 0; i < n; ++i) {
     state_ = std::move(stack_.back());
     stack_.pop_back();

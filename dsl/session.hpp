@@ -49,6 +49,7 @@ class Session {
 
   Scope scope() const;
   void run_sexps(const std::vector<Sexp>& commands);
+  void dispatch(const Sexp& command);
 
   void declare_sort(const Sexp& c);
   void declare_datatype(const Sexp& c);

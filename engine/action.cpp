@@ -19,7 +19,7 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
       case ActionOp::Lookup: {
         auto found = egraph.lookup(instr.function, args.data());
         if (!found) {
-          throw support::UserError(
+          throw support::RuntimeFailure(
               "lookup of '" + egraph.function(instr.function).name + "' found no row", instr.span);
         }
         registers[instr.dst] = *found;
@@ -28,7 +28,7 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
       case ActionOp::Primitive: {
         Value result = 0;
         if (!instr.primitive->apply(args.data(), args.size(), result)) {
-          throw support::UserError("primitive '" + instr.primitive->name + "' failed", instr.span);
+          throw support::RuntimeFailure("primitive '" + instr.primitive->name + "' failed", instr.span);
         }
         registers[instr.dst] = result;
         break;
@@ -37,7 +37,11 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
         registers[instr.dst] = args[0];
         break;
       case ActionOp::Set:
-        egraph.set(instr.function, args.data(), args.back());
+        try {
+          egraph.set(instr.function, args.data(), args.back());
+        } catch (const support::UserError& e) {
+          support::rethrow_with_span(e, instr.span);  // merge conflicts point at the set
+        }
         break;
       case ActionOp::Union:
         egraph.unite(args[0], args[1]);
@@ -49,7 +53,7 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
         egraph.subsume(instr.function, args.data());
         break;
       case ActionOp::Panic:
-        throw support::UserError("panic: " + instr.message, instr.span);
+        throw support::RuntimeFailure("panic: " + instr.message, instr.span);
     }
   }
 }

@@ -100,7 +100,7 @@ void EGraph::write_row(FunctionEntry& f, const Value* keys, Value output, bool s
       unite(old_value, output);
       return;
     case MergeKind::NoMerge:
-      throw support::UserError("conflicting outputs for function '" + f.decl.name +
+      throw support::RuntimeFailure("conflicting outputs for function '" + f.decl.name +
                                "' (it was declared :no-merge)");
     case MergeKind::Custom: {
       Value merged = canonical(f.decl.output, f.decl.merge_fn(*this, old_value, output));

@@ -79,7 +79,7 @@ void TreeExtractor::print_value(SortId sort, Value value, std::string& out) cons
   }
   auto found = best_.find(egraph_.find_const(value));
   if (found == best_.end()) {
-    throw support::UserError("no extractable term for an e-class of sort " + s.name);
+    throw support::RuntimeFailure("no extractable term for an e-class of sort " + s.name);
   }
   print_node(found->second.node, out);
 }

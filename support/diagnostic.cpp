@@ -26,6 +26,12 @@ std::string format_diagnostic(const std::string& message, const Span& span) {
 UserError::UserError(const std::string& message, Span span)
     : std::runtime_error(format_diagnostic(message, span)), message_(message), span_(std::move(span)) {}
 
+void rethrow_with_span(const UserError& error, const Span& span) {
+  if (error.span().known()) throw;
+  if (dynamic_cast<const RuntimeFailure*>(&error)) throw RuntimeFailure(error.message(), span);
+  throw UserError(error.message(), span);
+}
+
 void internal_error(const char* file, int line, const std::string& what) {
   throw InternalError(std::string("internal error at ") + file + ":" + std::to_string(line) +
                       ": " + what);

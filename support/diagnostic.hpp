@@ -26,6 +26,17 @@ class UserError : public std::runtime_error {
   Span span_;
 };
 
+// A failure while running a well-formed program: a check that does not hold, a panic, a failing
+// primitive, a merge conflict, nothing to extract. `(fail ...)` expects exactly these; syntax and
+// type errors are plain UserErrors and are never caught by it.
+class RuntimeFailure : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Rethrows `error` (of either kind) with `span` when it has no location of its own.
+[[noreturn]] void rethrow_with_span(const UserError& error, const Span& span);
+
 // Renders "file:line:col: error: message" with the source line and a caret under the span.
 std::string format_diagnostic(const std::string& message, const Span& span);
 

@@ -58,7 +58,7 @@ std::set<RowId> scan(const Table& t, const std::vector<std::uint32_t>& columns,
 
 }  // namespace
 
-TEST_CASE("table: append then find returns the row and its cells [engine]") {
+TEST_CASE("table: append then find returns the row and its cells", "[engine]") {
   Table t(2);
   CHECK(t.num_keys() == 2);
   CHECK(t.width() == 3);
@@ -85,7 +85,7 @@ TEST_CASE("table: append then find returns the row and its cells [engine]") {
   CHECK(t.find(missing) == kNoRow);
 }
 
-TEST_CASE("table: kill hides a row from find and size, and the keys can be re-appended [engine]") {
+TEST_CASE("table: kill hides a row from find and size, and the keys can be re-appended", "[engine]") {
   Table t(1);
   Value k[] = {7};
   RowId r = t.append(k, 1, 1, false);
@@ -101,7 +101,7 @@ TEST_CASE("table: kill hides a row from find and size, and the keys can be re-ap
   CHECK(t.size() == 1);
 }
 
-TEST_CASE("table: a zero-key table holds at most one live row [engine]") {
+TEST_CASE("table: a zero-key table holds at most one live row", "[engine]") {
   Table t(0);
   CHECK(t.find(nullptr) == kNoRow);
   RowId r = t.append(nullptr, 5, 1, false);
@@ -113,7 +113,7 @@ TEST_CASE("table: a zero-key table holds at most one live row [engine]") {
   CHECK(t.output(s) == 6);
 }
 
-TEST_CASE("table: primary and secondary indexes stay right while rows grow past many resizes [engine]") {
+TEST_CASE("table: primary and secondary indexes stay right while rows grow past many resizes", "[engine]") {
   Table t(2);
   // One index exists before any row (grown by append), one is built after the rows exist.
   const ColumnIndex& early = t.index(0b001);
@@ -150,7 +150,7 @@ TEST_CASE("table: primary and secondary indexes stay right while rows grow past 
   for (Value k = 0; k < 37; ++k) REQUIRE(index_lookup(t, early, {k}) == scan(t, {0}, {k}));
 }
 
-TEST_CASE("table: hash_row and hash_key agree on the index's columns [engine]") {
+TEST_CASE("table: hash_row and hash_key agree on the index's columns", "[engine]") {
   ColumnIndex index(0b1010, 5);
   CHECK(index.columns() == std::vector<std::uint32_t>{1, 3});
   Value row[] = {11, 22, 33, 44, 55};
@@ -160,7 +160,7 @@ TEST_CASE("table: hash_row and hash_key agree on the index's columns [engine]") 
   CHECK(index.hash_row(row) != index.hash_key(other));
 }
 
-TEST_CASE("table: first_row_at_or_after splits the rows by timestamp [engine]") {
+TEST_CASE("table: first_row_at_or_after splits the rows by timestamp", "[engine]") {
   Table t(1);
   Timestamp stamps[] = {1, 1, 2, 2, 2, 5, 5};
   for (Value i = 0; i < 7; ++i) {
@@ -180,7 +180,7 @@ TEST_CASE("table: first_row_at_or_after splits the rows by timestamp [engine]") 
   CHECK(empty.first_row_at_or_after(9) == 0);
 }
 
-TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and indexes [engine]") {
+TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and indexes", "[engine]") {
   Table t(1);
   const std::size_t n = 3000;
   for (std::size_t i = 0; i < n; ++i) {
@@ -228,7 +228,7 @@ TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and i
   CHECK(index_lookup(t, by_output, {3}).count(r) == 1);
 }
 
-TEST_CASE("table: compaction waits until dead rows are many and outnumber live ones [engine]") {
+TEST_CASE("table: compaction waits until dead rows are many and outnumber live ones", "[engine]") {
   SECTION("few dead rows") {
     Table t(1);
     for (Value i = 0; i < 100; ++i) {
@@ -252,7 +252,7 @@ TEST_CASE("table: compaction waits until dead rows are many and outnumber live o
   }
 }
 
-TEST_CASE("table: a copy is independent of the original, indexes included [engine]") {
+TEST_CASE("table: a copy is independent of the original, indexes included", "[engine]") {
   Table t(1);
   t.index(0b10);
   for (Value i = 0; i < 20; ++i) {
@@ -281,7 +281,7 @@ TEST_CASE("table: a copy is independent of the original, indexes included [engin
   CHECK(index_lookup(assigned, assigned.index(0b10), {0}) == scan(copy, {1}, {0}));
 }
 
-TEST_CASE("table: random appends and kills keep find and every index consistent [engine]") {
+TEST_CASE("table: random appends and kills keep find and every index consistent", "[engine]") {
   std::mt19937 rng(99);
   Table t(2);
   const ColumnIndex& first = t.index(0b001);

@@ -13,7 +13,7 @@
 using kiln::engine::UnionFind;
 using kiln::engine::Value;
 
-TEST_CASE("union-find: make_set hands out consecutive ids that are their own roots [engine]") {
+TEST_CASE("union-find: make_set hands out consecutive ids that are their own roots", "[engine]") {
   UnionFind uf;
   for (Value i = 0; i < 10; ++i) REQUIRE(uf.make_set() == i);
   REQUIRE(uf.size() == 10);
@@ -24,7 +24,7 @@ TEST_CASE("union-find: make_set hands out consecutive ids that are their own roo
   CHECK(uf.unions() == 0);
 }
 
-TEST_CASE("union-find: the older id becomes the root whatever the argument order [engine]") {
+TEST_CASE("union-find: the older id becomes the root whatever the argument order", "[engine]") {
   UnionFind a;
   UnionFind b;
   for (int i = 0; i < 8; ++i) {
@@ -46,7 +46,7 @@ TEST_CASE("union-find: the older id becomes the root whatever the argument order
   CHECK(a.find(3) == 3);
 }
 
-TEST_CASE("union-find: unions counts only merges of distinct classes [engine]") {
+TEST_CASE("union-find: unions counts only merges of distinct classes", "[engine]") {
   UnionFind uf;
   for (int i = 0; i < 6; ++i) uf.make_set();
   uf.unite(0, 1);
@@ -61,7 +61,7 @@ TEST_CASE("union-find: unions counts only merges of distinct classes [engine]") 
   CHECK(uf.unions() == 3);
 }
 
-TEST_CASE("union-find: a long chain is found after path halving [engine]") {
+TEST_CASE("union-find: a long chain is found after path halving", "[engine]") {
   UnionFind uf;
   const Value n = 2000;
   for (Value i = 0; i < n; ++i) uf.make_set();
@@ -73,7 +73,7 @@ TEST_CASE("union-find: a long chain is found after path halving [engine]") {
   for (Value i = 0; i < n; ++i) CHECK(uf.find(i) == 0);
 }
 
-TEST_CASE("union-find: random unions agree with a naive partition whose root is its minimum [engine]") {
+TEST_CASE("union-find: random unions agree with a naive partition whose root is its minimum", "[engine]") {
   std::mt19937 rng(1234);
   for (int round = 0; round < 20; ++round) {
     const Value n = 60;
