@@ -5,19 +5,25 @@
 namespace kiln::engine {
 
 void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers) {
-  std::vector<Value> args;
+  std::vector<Value> heap_args;
+  Value stack_args[kMaxColumns + 1];
   for (const ActionInstr& instr : program.instrs) {
-    args.resize(instr.args.size());
-    for (std::size_t i = 0; i < instr.args.size(); ++i) {
+    Value* args = stack_args;
+    std::size_t count = instr.args.size();
+    if (count > std::size(stack_args)) {  // only variadic primitives get here
+      heap_args.resize(count);
+      args = heap_args.data();
+    }
+    for (std::size_t i = 0; i < count; ++i) {
       const Operand& o = instr.args[i];
       args[i] = o.is_constant ? o.constant : registers[o.reg];
     }
     switch (instr.op) {
       case ActionOp::Construct:
-        registers[instr.dst] = egraph.lookup_or_insert(instr.function, args.data());
+        registers[instr.dst] = egraph.lookup_or_insert(instr.function, args);
         break;
       case ActionOp::Lookup: {
-        auto found = egraph.lookup(instr.function, args.data());
+        auto found = egraph.lookup(instr.function, args);
         if (!found) {
           throw support::RuntimeFailure(
               "lookup of '" + egraph.function(instr.function).name + "' found no row", instr.span);
@@ -27,7 +33,7 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
       }
       case ActionOp::Primitive: {
         Value result = 0;
-        if (!instr.primitive->apply(args.data(), args.size(), result)) {
+        if (!instr.primitive->apply(args, count, result)) {
           throw support::RuntimeFailure("primitive '" + instr.primitive->name + "' failed", instr.span);
         }
         registers[instr.dst] = result;
@@ -38,7 +44,7 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
         break;
       case ActionOp::Set:
         try {
-          egraph.set(instr.function, args.data(), args.back());
+          egraph.set(instr.function, args, args[count - 1]);
         } catch (const support::UserError& e) {
           support::rethrow_with_span(e, instr.span);  // merge conflicts point at the set
         }
@@ -47,10 +53,10 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
         egraph.unite(args[0], args[1]);
         break;
       case ActionOp::Delete:
-        egraph.remove(instr.function, args.data());
+        egraph.remove(instr.function, args);
         break;
       case ActionOp::Subsume:
-        egraph.subsume(instr.function, args.data());
+        egraph.subsume(instr.function, args);
         break;
       case ActionOp::Panic:
         throw support::RuntimeFailure("panic: " + instr.message, instr.span);

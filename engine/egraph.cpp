@@ -30,10 +30,10 @@ FunctionId EGraph::add_function(FunctionDecl decl) {
   }
   FunctionId id = static_cast<FunctionId>(functions_.size());
   function_by_name_[decl.name] = id;
-  std::vector<bool> eq_columns;
+  std::vector<std::uint8_t> eq_columns;
   for (SortId s : decl.inputs) eq_columns.push_back(sorts_[s].is_eq);
   eq_columns.push_back(sorts_[decl.output].is_eq);
-  bool any_eq = std::find(eq_columns.begin(), eq_columns.end(), true) != eq_columns.end();
+  bool any_eq = std::find(eq_columns.begin(), eq_columns.end(), 1) != eq_columns.end();
   auto num_keys = static_cast<std::uint32_t>(decl.inputs.size());
   functions_.push_back(FunctionEntry{std::move(decl), Table(num_keys), std::move(eq_columns), any_eq});
   return id;

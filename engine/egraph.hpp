@@ -73,7 +73,7 @@ class EGraph {
   struct FunctionEntry {
     FunctionDecl decl;
     Table table;
-    std::vector<bool> eq_columns;  // keys..., output
+    std::vector<std::uint8_t> eq_columns;  // per column (keys..., output): holds e-class ids?
     bool has_eq_columns = false;
   };
 

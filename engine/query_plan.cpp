@@ -195,7 +195,9 @@ class Executor {
     Value key[kMaxColumns];
     for (std::size_t k = 0; k < step.key.size(); ++k) key[k] = value_of(step.key[k]);
     const std::vector<std::uint32_t>& columns = index.columns();
-    for (RowId r = index.first(index.hash_key(key)); r != kNoRow; r = index.next(r)) {
+    std::uint64_t hash = index.hash_key(key);
+    for (RowId r = index.first(hash); r != kNoRow; r = index.next(r)) {
+      if (!index.same_hash(r, hash)) continue;
       const Value* row = t.row(r);
       bool equal = true;
       for (std::size_t k = 0; k < columns.size(); ++k) {

@@ -33,6 +33,7 @@ void ColumnIndex::clear(std::size_t row_capacity) {
   heads_.assign(slots, kNoRow);
   tails_.assign(slots, kNoRow);
   next_.clear();
+  prev_.clear();
   hashes_.clear();
   entries_ = 0;
 }
@@ -49,6 +50,7 @@ void ColumnIndex::grow() {
 void ColumnIndex::link(RowId row) {
   std::size_t slot = hashes_[row] & (heads_.size() - 1);
   next_[row] = kNoRow;
+  prev_[row] = tails_[slot];
   if (tails_[slot] == kNoRow) {
     heads_[slot] = row;
   } else {
@@ -57,10 +59,22 @@ void ColumnIndex::link(RowId row) {
   tails_[slot] = row;
 }
 
+void ColumnIndex::remove(RowId row) {
+  if (row >= hashes_.size() || hashes_[row] == 0) return;
+  std::size_t slot = hashes_[row] & (heads_.size() - 1);
+  RowId before = prev_[row];
+  RowId after = next_[row];
+  (before == kNoRow ? heads_[slot] : next_[before]) = after;
+  (after == kNoRow ? tails_[slot] : prev_[after]) = before;
+  hashes_[row] = 0;
+  --entries_;
+}
+
 void ColumnIndex::add(RowId row, std::uint64_t hash, std::size_t total_rows) {
-  hash |= 1;  // 0 marks "not in the index" in hashes_
+  hash |= kPresent;
   if (next_.size() <= row) {
     next_.resize(row + 1, kNoRow);
+    prev_.resize(row + 1, kNoRow);
     hashes_.resize(row + 1, 0);
   }
   if (++entries_ > heads_.size()) grow();  // before this row is chained, so it is chained once
@@ -92,9 +106,11 @@ RowId Table::find(const Value* keys) const {
   // The primary index hashes key columns 0..k-1 in order, so the keys are the search key.
   std::uint64_t h = primary.hash_key(keys);
   for (RowId r = primary.first(h); r != kNoRow; r = primary.next(r)) {
-    if (!alive(r)) continue;
+    if (!primary.same_hash(r, h) || !alive(r)) continue;
     const Value* candidate = row(r);
-    if (std::equal(keys, keys + num_keys_, candidate)) return r;
+    std::uint32_t k = 0;
+    while (k < num_keys_ && candidate[k] == keys[k]) ++k;
+    if (k == num_keys_) return r;
   }
   return kNoRow;
 }
@@ -116,6 +132,7 @@ void Table::kill(RowId r) {
   KILN_ASSERT(alive(r), "killing a dead row");
   flags_[r] |= kDead;
   --live_;
+  for (auto& index : indexes_) index->remove(r);
 }
 
 RowId Table::first_row_at_or_after(Timestamp ts) const {

@@ -16,8 +16,8 @@ namespace kiln::engine {
 using ColumnMask = std::uint32_t;
 inline constexpr std::uint32_t kMaxColumns = 32;
 
-// Rows chained by the hash of the columns in one mask. Dead rows stay in chains until the
-// next compaction; readers filter them.
+// Rows chained by the hash of the columns in one mask, oldest first. Chains are doubly linked
+// so a killed row leaves its chain at once and lookups never wade through dead rows.
 class ColumnIndex {
  public:
   ColumnIndex(ColumnMask mask, std::uint32_t width);
@@ -30,10 +30,13 @@ class ColumnIndex {
   std::uint64_t hash_key(const Value* key) const;
 
   void add(RowId row, std::uint64_t hash, std::size_t total_rows);
+  void remove(RowId row);
   void clear(std::size_t row_capacity);
 
-  RowId first(std::uint64_t hash) const { return heads_[(hash | 1) & (heads_.size() - 1)]; }
+  RowId first(std::uint64_t hash) const { return heads_[hash & (heads_.size() - 1)]; }
   RowId next(RowId row) const { return next_[row]; }
+  // True if the row was indexed with this hash: a cheap filter before comparing columns.
+  bool same_hash(RowId row, std::uint64_t hash) const { return hashes_[row] == (hash | kPresent); }
   std::size_t entries() const { return entries_; }
 
  private:
@@ -45,7 +48,9 @@ class ColumnIndex {
   std::vector<RowId> heads_;
   std::vector<RowId> tails_;
   std::vector<RowId> next_;
-  std::vector<std::uint64_t> hashes_;  // per row, so growth does not re-read rows
+  std::vector<RowId> prev_;
+  static constexpr std::uint64_t kPresent = std::uint64_t{1} << 63;
+  std::vector<std::uint64_t> hashes_;  // per row, | kPresent; 0 = not indexed
   std::size_t entries_ = 0;
 };
 
