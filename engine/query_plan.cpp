@@ -125,7 +125,10 @@ class Executor {
     for (const Step& step : plan.steps) {
       Table& t = egraph.table(query.atoms[step.atom].function);
       tables_.push_back(&t);
-      indexes_.push_back(step.mask ? &t.index(step.mask) : nullptr);
+      // All keys bound: the primary index finds the one row; no secondary index needed.
+      bool unique = t.num_keys() > 0 && (step.mask & t.key_mask()) == t.key_mask();
+      unique_.push_back(unique);
+      indexes_.push_back(step.mask && !unique ? &t.index(step.mask) : nullptr);
       splits_.push_back(t.first_row_at_or_after(window.since));
     }
   }
@@ -191,9 +194,16 @@ class Executor {
       }
       return true;
     }
-    const ColumnIndex& index = *indexes_[i];
     Value key[kMaxColumns];
     for (std::size_t k = 0; k < step.key.size(); ++k) key[k] = value_of(step.key[k]);
+    if (unique_[i]) {
+      // key[] holds the key columns in order, then the output if it is bound too.
+      RowId r = t.find(key);
+      if (r == kNoRow) return true;
+      if (step.key.size() > t.num_keys() && t.output(r) != key[t.num_keys()]) return true;
+      return !accept_row(i, r) || finish_step(i);
+    }
+    const ColumnIndex& index = *indexes_[i];
     const std::vector<std::uint32_t>& columns = index.columns();
     std::uint64_t hash = index.hash_key(key);
     for (RowId r = index.first(hash); r != kNoRow; r = index.next(r)) {
@@ -219,6 +229,7 @@ class Executor {
   std::vector<Value> vars_;
   std::vector<Table*> tables_;
   std::vector<const ColumnIndex*> indexes_;
+  std::vector<bool> unique_;
   std::vector<RowId> splits_;
 };
 

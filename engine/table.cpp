@@ -3,116 +3,40 @@
 #include <algorithm>
 
 #include "support/diagnostic.hpp"
-#include "support/hash.hpp"
 
 namespace kiln::engine {
 
-ColumnIndex::ColumnIndex(ColumnMask mask, std::uint32_t width) : mask_(mask) {
-  for (std::uint32_t c = 0; c < width; ++c) {
-    if (mask & (1u << c)) columns_.push_back(c);
-  }
-  heads_.assign(16, kNoRow);
-  tails_.assign(16, kNoRow);
-}
-
-std::uint64_t ColumnIndex::hash_row(const Value* row) const {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (std::uint32_t c : columns_) h = support::mix64(h ^ row[c]) + c;
-  return h;
-}
-
-std::uint64_t ColumnIndex::hash_key(const Value* key) const {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (std::size_t i = 0; i < columns_.size(); ++i) h = support::mix64(h ^ key[i]) + columns_[i];
-  return h;
-}
-
-void ColumnIndex::clear(std::size_t row_capacity) {
-  std::size_t slots = 16;
-  while (slots < row_capacity) slots *= 2;
-  heads_.assign(slots, kNoRow);
-  tails_.assign(slots, kNoRow);
-  next_.clear();
-  prev_.clear();
-  hashes_.clear();
-  entries_ = 0;
-}
-
-void ColumnIndex::grow() {
-  heads_.assign(heads_.size() * 2, kNoRow);
-  tails_.assign(heads_.size(), kNoRow);
-  for (RowId r = 0; r < next_.size(); ++r) {
-    if (hashes_[r] != 0) link(r);  // 0: never added (a dead row skipped at build time)
-  }
-}
-
-// Appends the row at the tail of its chain, so chains list rows oldest first (as egglog does).
-void ColumnIndex::link(RowId row) {
-  std::size_t slot = hashes_[row] & (heads_.size() - 1);
-  next_[row] = kNoRow;
-  prev_[row] = tails_[slot];
-  if (tails_[slot] == kNoRow) {
-    heads_[slot] = row;
-  } else {
-    next_[tails_[slot]] = row;
-  }
-  tails_[slot] = row;
-}
-
-void ColumnIndex::remove(RowId row) {
-  if (row >= hashes_.size() || hashes_[row] == 0) return;
-  std::size_t slot = hashes_[row] & (heads_.size() - 1);
-  RowId before = prev_[row];
-  RowId after = next_[row];
-  (before == kNoRow ? heads_[slot] : next_[before]) = after;
-  (after == kNoRow ? tails_[slot] : prev_[after]) = before;
-  hashes_[row] = 0;
-  --entries_;
-}
-
-void ColumnIndex::add(RowId row, std::uint64_t hash, std::size_t total_rows) {
-  hash |= kPresent;
-  if (next_.size() <= row) {
-    next_.resize(row + 1, kNoRow);
-    prev_.resize(row + 1, kNoRow);
-    hashes_.resize(row + 1, 0);
-  }
-  if (++entries_ > heads_.size()) grow();  // before this row is chained, so it is chained once
-  hashes_[row] = hash;
-  link(row);
-}
-
 Table::Table(std::uint32_t num_keys) : num_keys_(num_keys) {
   KILN_ASSERT(num_keys + 1 <= kMaxColumns, "too many columns");
-  ColumnMask primary = (num_keys == 0) ? 0 : ((1u << num_keys) - 1);
-  indexes_.push_back(std::make_unique<ColumnIndex>(primary, width()));
-  index_by_mask_[primary] = indexes_.back().get();
+  for (std::uint32_t c = 0; c < num_keys; ++c) key_columns_.push_back(c);
 }
 
 Table::Table(const Table& other)
     : num_keys_(other.num_keys_),
+      key_columns_(other.key_columns_),
       cells_(other.cells_),
       timestamps_(other.timestamps_),
       flags_(other.flags_),
-      live_(other.live_) {
+      live_(other.live_),
+      primary_(other.primary_) {
   for (const auto& index : other.indexes_) {
     indexes_.push_back(std::make_unique<ColumnIndex>(*index));
     index_by_mask_[index->mask()] = indexes_.back().get();
   }
 }
 
+std::uint64_t Table::key_hash(const Value* keys) const {
+  return hash_columns(keys, key_columns_.data(), num_keys_, true);
+}
+
 RowId Table::find(const Value* keys) const {
-  const ColumnIndex& primary = *indexes_[0];
-  // The primary index hashes key columns 0..k-1 in order, so the keys are the search key.
-  std::uint64_t h = primary.hash_key(keys);
-  for (RowId r = primary.first(h); r != kNoRow; r = primary.next(r)) {
-    if (!primary.same_hash(r, h) || !alive(r)) continue;
+  return primary_.find(key_hash(keys), [&](RowId r) {
     const Value* candidate = row(r);
-    std::uint32_t k = 0;
-    while (k < num_keys_ && candidate[k] == keys[k]) ++k;
-    if (k == num_keys_) return r;
-  }
-  return kNoRow;
+    for (std::uint32_t k = 0; k < num_keys_; ++k) {
+      if (candidate[k] != keys[k]) return false;
+    }
+    return true;
+  });
 }
 
 RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed) {
@@ -123,8 +47,9 @@ RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed
   timestamps_.push_back(ts);
   flags_.push_back(subsumed ? kSubsumed : 0);
   ++live_;
+  primary_.insert(key_hash(keys), r, [&](RowId other) { return key_hash(row(other)); });
   const Value* values = row(r);
-  for (auto& index : indexes_) index->add(r, index->hash_row(values), end());
+  for (auto& index : indexes_) index->add(r, index->hash_row(values));
   return r;
 }
 
@@ -132,6 +57,7 @@ void Table::kill(RowId r) {
   KILN_ASSERT(alive(r), "killing a dead row");
   flags_[r] |= kDead;
   --live_;
+  primary_.erase(key_hash(row(r)), r);
   for (auto& index : indexes_) index->remove(r);
 }
 
@@ -146,7 +72,7 @@ const ColumnIndex& Table::index(ColumnMask mask) {
   auto index = std::make_unique<ColumnIndex>(mask, width());
   index->clear(live_);
   for (RowId r = 0; r < end(); ++r) {
-    if (alive(r)) index->add(r, index->hash_row(row(r)), end());
+    if (alive(r)) index->add(r, index->hash_row(row(r)));
   }
   indexes_.push_back(std::move(index));
   index_by_mask_[mask] = indexes_.back().get();
@@ -174,9 +100,13 @@ void Table::compact_if_sparse() {
 }
 
 void Table::rebuild_indexes() {
+  primary_.clear(live_);
+  for (RowId r = 0; r < end(); ++r) {
+    primary_.insert(key_hash(row(r)), r, [&](RowId other) { return key_hash(row(other)); });
+  }
   for (auto& index : indexes_) {
     index->clear(live_);
-    for (RowId r = 0; r < end(); ++r) index->add(r, index->hash_row(row(r)), end());
+    for (RowId r = 0; r < end(); ++r) index->add(r, index->hash_row(row(r)));
   }
 }
 

@@ -1,6 +1,7 @@
-// A function's rows: `keys -> output`, each with a write timestamp and flags, plus hash indexes
-// on column subsets. Rows are append-only; an update kills the old row and appends a new one,
-// so timestamps grow along the row vector and "rows newer than t" is a suffix.
+// A function's rows: `keys -> output`, each with a write timestamp and flags, a primary index
+// on the keys and hash indexes on other column subsets. Rows are append-only; an update kills
+// the old row and appends a new one, so timestamps grow along the row vector and "rows newer
+// than t" is a suffix.
 #pragma once
 
 #include <cstdint>
@@ -8,51 +9,11 @@
 #include <memory>
 #include <vector>
 
+#include "engine/column_index.hpp"
+#include "engine/key_index.hpp"
 #include "engine/value.hpp"
 
 namespace kiln::engine {
-
-// Bit i set = column i is bound (columns are keys..., then the output).
-using ColumnMask = std::uint32_t;
-inline constexpr std::uint32_t kMaxColumns = 32;
-
-// Rows chained by the hash of the columns in one mask, oldest first. Chains are doubly linked
-// so a killed row leaves its chain at once and lookups never wade through dead rows.
-class ColumnIndex {
- public:
-  ColumnIndex(ColumnMask mask, std::uint32_t width);
-
-  ColumnMask mask() const { return mask_; }
-  const std::vector<std::uint32_t>& columns() const { return columns_; }
-
-  std::uint64_t hash_row(const Value* row) const;
-  // `key` holds the values of columns() in order.
-  std::uint64_t hash_key(const Value* key) const;
-
-  void add(RowId row, std::uint64_t hash, std::size_t total_rows);
-  void remove(RowId row);
-  void clear(std::size_t row_capacity);
-
-  RowId first(std::uint64_t hash) const { return heads_[hash & (heads_.size() - 1)]; }
-  RowId next(RowId row) const { return next_[row]; }
-  // True if the row was indexed with this hash: a cheap filter before comparing columns.
-  bool same_hash(RowId row, std::uint64_t hash) const { return hashes_[row] == (hash | kPresent); }
-  std::size_t entries() const { return entries_; }
-
- private:
-  void grow();
-  void link(RowId row);
-
-  ColumnMask mask_;
-  std::vector<std::uint32_t> columns_;
-  std::vector<RowId> heads_;
-  std::vector<RowId> tails_;
-  std::vector<RowId> next_;
-  std::vector<RowId> prev_;
-  static constexpr std::uint64_t kPresent = std::uint64_t{1} << 63;
-  std::vector<std::uint64_t> hashes_;  // per row, | kPresent; 0 = not indexed
-  std::size_t entries_ = 0;
-};
 
 class Table {
  public:
@@ -67,6 +28,8 @@ class Table {
 
   std::uint32_t num_keys() const { return num_keys_; }
   std::uint32_t width() const { return num_keys_ + 1; }
+  // The mask of all key columns: a lookup on it finds at most one row (use find()).
+  ColumnMask key_mask() const { return num_keys_ == 0 ? 0 : (1u << num_keys_) - 1; }
   // Live rows, including subsumed ones.
   std::size_t size() const { return live_; }
   // All row slots ever appended since the last compaction (live or dead).
@@ -87,7 +50,7 @@ class Table {
   // First row whose timestamp is >= ts (rows are in timestamp order).
   RowId first_row_at_or_after(Timestamp ts) const;
 
-  // The index on `mask`, built on first use and kept up to date by append().
+  // The index on `mask`, built on first use and kept up to date by append() and kill().
   const ColumnIndex& index(ColumnMask mask);
 
   // Drops dead rows when they outnumber live ones. Row ids change: never call during a search.
@@ -97,14 +60,16 @@ class Table {
   static constexpr std::uint8_t kDead = 1;
   static constexpr std::uint8_t kSubsumed = 2;
 
+  std::uint64_t key_hash(const Value* keys) const;
   void rebuild_indexes();
 
   std::uint32_t num_keys_;
+  std::vector<std::uint32_t> key_columns_;
   std::vector<Value> cells_;
   std::vector<Timestamp> timestamps_;
   std::vector<std::uint8_t> flags_;
   std::size_t live_ = 0;
-  // Primary index on all keys is indexes_[0]; others are created on demand.
+  KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;
   std::map<ColumnMask, ColumnIndex*> index_by_mask_;
 };

@@ -1,0 +1,70 @@
+#include "engine/column_index.hpp"
+
+#include "support/hash.hpp"
+
+namespace kiln::engine {
+
+std::uint64_t hash_columns(const Value* values, const std::uint32_t* columns, std::size_t count,
+                           bool values_are_key) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (std::size_t i = 0; i < count; ++i) {
+    Value v = values_are_key ? values[i] : values[columns[i]];
+    h = support::mix64(h ^ v) + columns[i];
+  }
+  return support::mix64(h);
+}
+
+ColumnIndex::ColumnIndex(ColumnMask mask, std::uint32_t width) : mask_(mask) {
+  for (std::uint32_t c = 0; c < width; ++c) {
+    if (mask & (1u << c)) columns_.push_back(c);
+  }
+  slots_.assign(16, Slot{});
+}
+
+void ColumnIndex::clear(std::size_t row_capacity) {
+  std::size_t slots = 16;
+  while (slots < row_capacity) slots *= 2;
+  slots_.assign(slots, Slot{});
+  links_.clear();
+  entries_ = 0;
+}
+
+void ColumnIndex::grow() {
+  slots_.assign(slots_.size() * 2, Slot{});
+  for (RowId r = 0; r < links_.size(); ++r) {
+    if (links_[r].hash != 0) link(r);
+  }
+}
+
+// Appends the row at the tail of its chain, so chains list rows oldest first.
+void ColumnIndex::link(RowId row) {
+  Slot& slot = slots_[links_[row].hash & (slots_.size() - 1)];
+  Link& l = links_[row];
+  l.next = kNoRow;
+  l.prev = slot.tail;
+  if (slot.tail == kNoRow) {
+    slot.head = row;
+  } else {
+    links_[slot.tail].next = row;
+  }
+  slot.tail = row;
+}
+
+void ColumnIndex::remove(RowId row) {
+  if (row >= links_.size() || links_[row].hash == 0) return;
+  Slot& slot = slots_[links_[row].hash & (slots_.size() - 1)];
+  Link& l = links_[row];
+  (l.prev == kNoRow ? slot.head : links_[l.prev].next) = l.next;
+  (l.next == kNoRow ? slot.tail : links_[l.next].prev) = l.prev;
+  l.hash = 0;
+  --entries_;
+}
+
+void ColumnIndex::add(RowId row, std::uint64_t hash) {
+  if (links_.size() <= row) links_.resize(row + 1);
+  if (++entries_ > slots_.size()) grow();  // before this row is linked, so it is linked once
+  links_[row].hash = hash | kPresent;
+  link(row);
+}
+
+}  // namespace kiln::engine

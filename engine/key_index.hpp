@@ -1,0 +1,92 @@
+// The primary index of a table: an open-addressing hash map from a row's keys to the one live
+// row holding them. Slots keep a hash tag next to the row id, so a lookup usually touches one
+// slot and one row.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/value.hpp"
+
+namespace kiln::engine {
+
+class KeyIndex {
+ public:
+  KeyIndex() { slots_.assign(16, Slot{}); }
+
+  // The row with this hash for which `same_keys(row)` holds, or kNoRow.
+  template <class SameKeys>
+  RowId find(std::uint64_t hash, SameKeys&& same_keys) const {
+    std::size_t mask = slots_.size() - 1;
+    std::uint32_t tag = tag_of(hash);
+    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.row == kNoRow) return kNoRow;
+      if (s.tag == tag && s.row != kTombstone && same_keys(s.row)) return s.row;
+    }
+  }
+
+  // Adds a row (its keys must not be present). `hash_of_row` rehashes rows when growing.
+  template <class HashOfRow>
+  void insert(std::uint64_t hash, RowId row, HashOfRow&& hash_of_row) {
+    if ((used_ + 1) * 4 > slots_.size() * 3) rehash(hash_of_row);
+    std::size_t mask = slots_.size() - 1;
+    std::size_t i = hash & mask;
+    while (slots_[i].row != kNoRow && slots_[i].row != kTombstone) i = (i + 1) & mask;
+    if (slots_[i].row == kNoRow) ++used_;
+    slots_[i] = Slot{tag_of(hash), row};
+    ++live_;
+  }
+
+  void erase(std::uint64_t hash, RowId row) {
+    std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = hash & mask; slots_[i].row != kNoRow; i = (i + 1) & mask) {
+      if (slots_[i].row == row) {
+        slots_[i].row = kTombstone;
+        --live_;
+        return;
+      }
+    }
+  }
+
+  // Drops everything and sizes the map for `rows` entries.
+  void clear(std::size_t rows) {
+    std::size_t n = 16;
+    while (n * 3 < rows * 4 + 4) n *= 2;
+    slots_.assign(n, Slot{});
+    used_ = live_ = 0;
+  }
+
+ private:
+  static constexpr RowId kTombstone = kNoRow - 1;
+  struct Slot {
+    std::uint32_t tag = 0;
+    RowId row = kNoRow;
+  };
+  static std::uint32_t tag_of(std::uint64_t hash) { return static_cast<std::uint32_t>(hash >> 32); }
+
+  template <class HashOfRow>
+  void rehash(HashOfRow&& hash_of_row) {
+    std::vector<Slot> old = std::move(slots_);
+    std::size_t n = old.size();
+    if ((live_ + 1) * 2 > n) n *= 2;  // mostly live: grow; mostly tombstones: same size
+    slots_.assign(n, Slot{});
+    used_ = live_ = 0;
+    std::size_t mask = n - 1;
+    for (const Slot& s : old) {
+      if (s.row == kNoRow || s.row == kTombstone) continue;
+      std::uint64_t h = hash_of_row(s.row);
+      std::size_t i = h & mask;
+      while (slots_[i].row != kNoRow) i = (i + 1) & mask;
+      slots_[i] = Slot{tag_of(h), s.row};
+      ++used_;
+      ++live_;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t used_ = 0;  // live + tombstones
+  std::size_t live_ = 0;
+};
+
+}  // namespace kiln::engine
