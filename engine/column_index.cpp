@@ -27,10 +27,12 @@ void ColumnIndex::clear(std::size_t row_capacity) {
   slots_.assign(slots, Slot{});
   links_.clear();
   entries_ = 0;
+  occupied_ = 0;
 }
 
 void ColumnIndex::grow() {
   slots_.assign(slots_.size() * 2, Slot{});
+  occupied_ = 0;
   for (RowId r = 0; r < links_.size(); ++r) {
     if (links_[r].hash != 0) link(r);
   }
@@ -44,6 +46,7 @@ void ColumnIndex::link(RowId row) {
   l.prev = slot.tail;
   if (slot.tail == kNoRow) {
     slot.head = row;
+    ++occupied_;
   } else {
     links_[slot.tail].next = row;
   }
@@ -56,6 +59,7 @@ void ColumnIndex::remove(RowId row) {
   Link& l = links_[row];
   (l.prev == kNoRow ? slot.head : links_[l.prev].next) = l.next;
   (l.next == kNoRow ? slot.tail : links_[l.next].prev) = l.prev;
+  if (slot.head == kNoRow) --occupied_;
   l.hash = 0;
   --entries_;
 }

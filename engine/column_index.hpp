@@ -41,6 +41,8 @@ class ColumnIndex {
   RowId next(RowId row) const { return links_[row].next; }
   // True if the row was indexed with this hash: a cheap filter before comparing columns.
   bool same_hash(RowId row, std::uint64_t hash) const { return links_[row].hash == (hash | kPresent); }
+  // Average rows per lookup (rows / non-empty chains): the planner's fan-out estimate.
+  double rows_per_key() const { return occupied_ ? double(entries_) / double(occupied_) : 0.0; }
 
  private:
   static constexpr std::uint64_t kPresent = std::uint64_t{1} << 63;
@@ -61,6 +63,7 @@ class ColumnIndex {
   std::vector<Slot> slots_;
   std::vector<Link> links_;  // per row
   std::size_t entries_ = 0;
+  std::size_t occupied_ = 0;  // non-empty chains
 };
 
 }  // namespace kiln::engine

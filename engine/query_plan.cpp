@@ -1,6 +1,8 @@
 #include "engine/query_plan.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 
 #include "support/diagnostic.hpp"
 
@@ -61,6 +63,16 @@ std::size_t rows_in_filter(const Table& t, RowFilter filter, Timestamp since) {
   return t.size();
 }
 
+// Expected rows per binding of the bound columns.
+double estimate_fanout(const Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
+  double rows = static_cast<double>(rows_in_filter(t, filter, since));
+  if (mask == 0) return rows;
+  if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return std::min(rows, 1.0);
+  if (const ColumnIndex* index = t.existing_index(mask)) return std::min(rows, index->rows_per_key());
+  // No statistics yet: assume each bound column divides the rows evenly.
+  return std::pow(rows, 1.0 - double(std::popcount(mask)) / double(t.width()));
+}
+
 // Builds the join order for one semi-naive variant: the "new" atom first, then greedily the
 // atom with the most bound columns (ties: fewer rows).
 Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
@@ -73,20 +85,25 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
 
   std::vector<bool> used(q.atoms.size(), false);
   for (std::size_t n = 0; n < q.atoms.size(); ++n) {
+    // Greedy: atoms joined on a bound column before cross products, then the smallest
+    // estimated fan-out; ties go to the later atom (which reproduces egglog's row order).
     std::size_t best = q.atoms.size();
-    std::size_t best_bound = 0;
-    std::size_t best_rows = 0;
+    bool best_connected = false;
+    double best_fanout = 0;
     for (std::size_t a = 0; a < q.atoms.size(); ++a) {
       if (used[a]) continue;
-      std::size_t bound_columns = 0;
-      for (const QueryTerm& t : q.atoms[a].columns) bound_columns += term_bound(t, bound);
-      std::size_t rows =
-          rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since);
-      if (best == q.atoms.size() || bound_columns > best_bound ||
-          (bound_columns == best_bound && rows <= best_rows)) {
+      const Table& t = egraph.table(q.atoms[a].function);
+      ColumnMask mask = 0;
+      for (std::uint32_t c = 0; c < q.atoms[a].columns.size(); ++c) {
+        if (term_bound(q.atoms[a].columns[c], bound)) mask |= 1u << c;
+      }
+      double fanout = estimate_fanout(t, mask, filters[a], since);
+      bool connected = mask != 0;
+      if (best == q.atoms.size() || (connected && !best_connected) ||
+          (connected == best_connected && fanout <= best_fanout)) {
         best = a;
-        best_bound = bound_columns;
-        best_rows = rows;
+        best_connected = connected;
+        best_fanout = fanout;
       }
     }
     used[best] = true;

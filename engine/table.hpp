@@ -52,6 +52,11 @@ class Table {
 
   // The index on `mask`, built on first use and kept up to date by append() and kill().
   const ColumnIndex& index(ColumnMask mask);
+  // The index on `mask` if it already exists (for estimates that must not build one).
+  const ColumnIndex* existing_index(ColumnMask mask) const {
+    auto found = index_by_mask_.find(mask);
+    return found == index_by_mask_.end() ? nullptr : found->second;
+  }
 
   // Drops dead rows when they outnumber live ones. Row ids change: never call during a search.
   void compact_if_sparse();
