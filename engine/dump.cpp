@@ -1,6 +1,7 @@
 #include "engine/dump.hpp"
 
 #include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -28,13 +29,42 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+// The canonical e-classes reachable from `root` through constructor rows.
+std::set<Value> reachable(const EGraph& egraph, Value root) {
+  std::map<Value, std::vector<std::pair<FunctionId, RowId>>> nodes_of;
+  for (FunctionId f = 0; f < egraph.num_functions(); ++f) {
+    const FunctionDecl& decl = egraph.function(f);
+    if (decl.kind != FunctionKind::Constructor) continue;
+    const Table& t = egraph.table(f);
+    for (RowId r = 0; r < t.end(); ++r) {
+      if (t.alive(r)) nodes_of[egraph.find_const(t.output(r))].emplace_back(f, r);
+    }
+  }
+  std::set<Value> seen;
+  std::vector<Value> work{egraph.find_const(root)};
+  while (!work.empty()) {
+    Value c = work.back();
+    work.pop_back();
+    if (!seen.insert(c).second) continue;
+    for (auto [f, r] : nodes_of[c]) {
+      const FunctionDecl& decl = egraph.function(f);
+      const Value* row = egraph.table(f).row(r);
+      for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
+        if (egraph.sort(decl.inputs[i]).is_eq) work.push_back(egraph.find_const(row[i]));
+      }
+    }
+  }
+  return seen;
+}
+
 // Numbers e-classes by first appearance over constructor rows in table order.
-Numbered number(const EGraph& egraph) {
+Numbered number(const EGraph& egraph, std::optional<Value> root) {
+  std::optional<std::set<Value>> keep;
+  if (root) keep = reachable(egraph, *root);
   Numbered out;
   std::map<Value, std::size_t> ids;
   auto id_of = [&](Value eclass, SortId sort) {
-    Value root = egraph.find_const(eclass);
-    auto [it, fresh] = ids.emplace(root, ids.size());
+    auto [it, fresh] = ids.emplace(egraph.find_const(eclass), ids.size());
     if (fresh) out.class_sorts.push_back(egraph.sort(sort).name);
     return it->second;
   };
@@ -45,6 +75,7 @@ Numbered number(const EGraph& egraph) {
     for (RowId r = 0; r < t.end(); ++r) {
       if (!t.alive(r)) continue;
       const Value* row = t.row(r);
+      if (keep && !keep->count(egraph.find_const(row[decl.inputs.size()]))) continue;
       DumpNode node{decl.name, id_of(row[decl.inputs.size()], decl.output), {}, {}};
       for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
         const Sort& s = egraph.sort(decl.inputs[i]);
@@ -62,8 +93,8 @@ Numbered number(const EGraph& egraph) {
 
 }  // namespace
 
-std::string to_dot(const EGraph& egraph) {
-  Numbered n = number(egraph);
+std::string to_dot(const EGraph& egraph, std::optional<Value> root) {
+  Numbered n = number(egraph, root);
   std::ostringstream out;
   out << "digraph egraph {\n  compound=true;\n  node [shape=box];\n";
   std::vector<std::vector<std::size_t>> members(n.class_sorts.size());
@@ -88,8 +119,8 @@ std::string to_dot(const EGraph& egraph) {
   return out.str();
 }
 
-std::string to_json(const EGraph& egraph) {
-  Numbered n = number(egraph);
+std::string to_json(const EGraph& egraph, std::optional<Value> root) {
+  Numbered n = number(egraph, root);
   std::vector<std::vector<std::size_t>> members(n.class_sorts.size());
   for (std::size_t i = 0; i < n.nodes.size(); ++i) members[n.nodes[i].eclass].push_back(i);
   std::ostringstream out;

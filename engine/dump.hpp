@@ -2,6 +2,7 @@
 // and row order, so two runs of the same program give byte-identical files.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "engine/egraph.hpp"
@@ -9,8 +10,9 @@
 namespace kiln::engine {
 
 // Graphviz DOT: one cluster per e-class, one node per e-node, edges to child e-classes.
-std::string to_dot(const EGraph& egraph);
-// JSON: {"classes": [{"id", "sort", "nodes": [{"op", "children": [...] }]}]}.
-std::string to_json(const EGraph& egraph);
+// With a root, only the e-classes reachable from it.
+std::string to_dot(const EGraph& egraph, std::optional<Value> root = std::nullopt);
+// JSON: {"classes": [{"id", "sort", "nodes": [{"op", "children": [...], "literals": [...]}]}]}.
+std::string to_json(const EGraph& egraph, std::optional<Value> root = std::nullopt);
 
 }  // namespace kiln::engine

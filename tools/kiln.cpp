@@ -16,6 +16,7 @@ struct EggOptions {
   bool stats = false;
   std::string dot_path;
   std::string json_path;
+  std::string dump_root;
   std::optional<std::uint64_t> max_iterations;
   std::optional<std::size_t> max_rows;
   std::optional<double> max_seconds;
@@ -39,13 +40,22 @@ int run_egg(const EggOptions& options) {
     status = 1;
   }
   if (options.stats) std::cerr << session.total_report().summary();
+  std::optional<kiln::engine::Value> root;
+  if (!options.dump_root.empty()) {
+    const kiln::dsl::Global* global = session.global(options.dump_root);
+    if (!global || !session.egraph().is_eq(global->sort)) {
+      std::cerr << "error: --root " << options.dump_root << " is not a global e-class\n";
+      return 1;
+    }
+    root = global->value;
+  }
   if (!options.dot_path.empty()) {
     std::ofstream dot(options.dot_path);
-    dot << kiln::engine::to_dot(session.egraph());
+    dot << kiln::engine::to_dot(session.egraph(), root);
   }
   if (!options.json_path.empty()) {
     std::ofstream json(options.json_path);
-    json << kiln::engine::to_json(session.egraph());
+    json << kiln::engine::to_json(session.egraph(), root);
   }
   return status;
 }
@@ -62,6 +72,7 @@ int main(int argc, char** argv) {
   egg_cmd->add_flag("--stats", egg.stats, "Print the run report (per-rule matches and times) to stderr");
   egg_cmd->add_option("--dot", egg.dot_path, "Write the final e-graph as Graphviz DOT");
   egg_cmd->add_option("--json", egg.json_path, "Write the final e-graph as JSON");
+  egg_cmd->add_option("--root", egg.dump_root, "Dump only what is reachable from this global");
   egg_cmd->add_option("--max-iterations", egg.max_iterations, "Stop each run after this many iterations");
   egg_cmd->add_option("--max-rows", egg.max_rows, "Stop a run once the e-graph has more rows");
   egg_cmd->add_option("--max-seconds", egg.max_seconds, "Stop a run after this many seconds");
