@@ -133,7 +133,7 @@ bool Runner::iterate(const std::string& ruleset) {
     std::uint32_t width = rule.query.num_vars();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, width), 0);
     for (std::uint64_t m = 0; m < f.count; ++m) {
-      std::copy_n(&f.matches[m * width], width, registers.begin());
+      if (width) std::copy_n(&f.matches[m * width], width, registers.begin());
       run_actions(egraph_, rule.actions, registers.data());
     }
     report_.rules[rule.name].apply_seconds += seconds_since(t0);
