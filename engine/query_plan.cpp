@@ -287,6 +287,21 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
   return true;
 }
 
+bool canonical_constants_moved(EGraph& egraph, const Query& query, std::vector<Value>& seen) {
+  std::vector<Value> now;
+  auto visit = [&](const QueryTerm& t) {
+    if (!t.is_var && t.eq_sort) now.push_back(egraph.find(t.constant));
+  };
+  for (const QueryAtom& atom : query.atoms) std::for_each(atom.columns.begin(), atom.columns.end(), visit);
+  for (const QueryPrimitive& prim : query.primitives) {
+    std::for_each(prim.args.begin(), prim.args.end(), visit);
+    visit(prim.result);
+  }
+  bool moved = !seen.empty() && now != seen;
+  seen = std::move(now);
+  return moved;
+}
+
 bool has_match(EGraph& egraph, const Query& query) {
   bool found = false;
   search(egraph, query, SearchWindow{0, true}, [&](const Value*) {

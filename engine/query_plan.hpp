@@ -24,6 +24,10 @@ struct SearchWindow {
 // Returns false if the sink stopped the search.
 bool search(EGraph& egraph, const Query& query, SearchWindow window, const MatchSink& sink);
 
+// Updates `seen` to the canonical values of the query's e-class constants; true if any of them
+// differs from before (a global merged into another class).
+bool canonical_constants_moved(EGraph& egraph, const Query& query, std::vector<Value>& seen);
+
 // True if the query has at least one match (used by check and :until; sees subsumed rows).
 bool has_match(EGraph& egraph, const Query& query);
 

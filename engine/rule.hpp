@@ -18,6 +18,7 @@ struct Rule {
 
   // Semi-naive clock: rows written at or after this time have not been searched yet.
   Timestamp searched_until = 0;
+  std::vector<Value> constants_seen;  // canonical e-class constants at the last search
   // Back-off scheduling state (only with a match limit).
   std::uint32_t times_banned = 0;
   std::uint64_t banned_until_iteration = 0;

@@ -24,7 +24,9 @@ RunReport Runner::run(const Schedule& schedule) {
   try {
     egraph_.rebuild();
     report_.changed = run_node(schedule);
-    report_.stop = StopReason::ScheduleDone;
+    // Saturated: the last iteration found nothing to change (or there was none to run).
+    bool last_changed = !report_.iterations.empty() && report_.iterations.back().changed;
+    report_.stop = last_changed ? StopReason::ScheduleDone : StopReason::Saturated;
   } catch (const LimitReached& limit) {
     report_.stop = limit.reason;
     report_.changed = true;
@@ -60,7 +62,6 @@ bool Runner::run_node(const Schedule& node) {
     case Schedule::Kind::Saturate: {
       bool changed = false;
       while (run_node(node.children[0])) changed = true;
-      if (!changed) report_.stop = StopReason::Saturated;
       return changed;
     }
     case Schedule::Kind::Seq: {
@@ -101,7 +102,11 @@ bool Runner::iterate(const std::string& ruleset) {
     std::uint32_t width = rule.query.num_vars();
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
-    bool complete = search(egraph_, rule.query, SearchWindow{rule.searched_until},
+    // A constant e-class (a global) that merged since the last search makes every match
+    // through it new, as it would be through egglog's global tables.
+    Timestamp since = rule.searched_until;
+    if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
+    bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
                              f.matches.insert(f.matches.end(), vars, vars + width);
                              return ++f.count <= limit;

@@ -257,7 +257,7 @@ TEST_CASE("query plan: the sink can stop the search", "[engine]") {
   CHECK(calls == 3);
 }
 
-TEST_CASE("query plan: subsumed rows are hidden from rules but not from check; removed rows from both", "[engine]") {
+TEST_CASE("query plan: subsumed rows are hidden from rules but not from check, removed rows from both", "[engine]") {
   Db db;
   for (int x = 0; x < 4; ++x) db.add(db.r, x, 0);
   Value k1[] = {I64Sort::make(1), I64Sort::make(0)};
@@ -357,11 +357,24 @@ TEST_CASE("query plan: random queries match a brute-force evaluator in every win
         // z = x + y: z fresh (bound by the primitive) or an existing variable (checked).
         QueryTerm x = var(rng() % k), y = rng() % 3 ? var(rng() % k) : lit(value());
         QueryTerm z = var(rng() % k);
-        if (rng() % 2) {
-          z = var(static_cast<std::uint32_t>(q.var_sorts.size()));
-          q.var_sorts.push_back(db.b.i64);
+        switch (rng() % 4) {
+          case 0: z = lit(value() + value()); break;  // a constant result is checked too
+          case 1: break;
+          default:
+            z = var(static_cast<std::uint32_t>(q.var_sorts.size()));
+            q.var_sorts.push_back(db.b.i64);
+            break;
         }
         q.primitives.push_back({db.plus, {x, y}, z});
+        if (z.is_var && rng() % 2) {
+          // A second primitive that needs the first one's result: w = z + 1, w fresh or bound.
+          QueryTerm w = var(rng() % k);
+          if (rng() % 2) {
+            w = var(static_cast<std::uint32_t>(q.var_sorts.size()));
+            q.var_sorts.push_back(db.b.i64);
+          }
+          q.primitives.insert(q.primitives.begin(), QueryPrimitive{db.plus, {z, lit(1)}, w});
+        }
       }
       if (k > 0 && rng() % 3 == 0) {
         QueryTerm x = var(rng() % k);

@@ -317,3 +317,36 @@ TEST_CASE("table: random appends and kills keep find and every index consistent"
   for (Value a = 0; a < 23; ++a) REQUIRE(index_lookup(t, first, {a}) == scan(t, {0}, {a}));
   for (Value b = 0; b < 41; ++b) REQUIRE(index_lookup(t, second, {b}) == scan(t, {1}, {b}));
 }
+
+TEST_CASE("table: killing and re-appending the same keys many times keeps find exact", "[engine]") {
+  Table t(2);
+  const ColumnIndex& by_first = t.index(0b001);
+  RowId current[4] = {kNoRow, kNoRow, kNoRow, kNoRow};
+  for (std::uint32_t step = 0; step < 20000; ++step) {
+    Value k = step % 4;
+    Value keys[] = {k, 1000 + k};
+    if (current[k] != kNoRow) {
+      REQUIRE(t.find(keys) == current[k]);
+      t.kill(current[k]);
+      REQUIRE(t.find(keys) == kNoRow);
+    }
+    current[k] = t.append(keys, step, 1 + step / 1000, false);
+  }
+  CHECK(t.size() == 4);
+  for (Value k = 0; k < 4; ++k) {
+    Value keys[] = {k, 1000 + k};
+    CHECK(t.find(keys) == current[k]);
+    CHECK(index_lookup(t, by_first, {k}) == std::set<RowId>{current[k]});
+    // Killed rows leave their chains at once.
+    for (auto [r, n] : chained_rows(by_first, {k}, 100)) CHECK(t.alive(r));
+  }
+  t.compact_if_sparse();
+  CHECK(t.end() == 4);
+  for (Value k = 0; k < 4; ++k) {
+    Value keys[] = {k, 1000 + k};
+    RowId r = t.find(keys);
+    REQUIRE(r != kNoRow);
+    CHECK(t.output(r) == 19996 + k);
+    CHECK(index_lookup(t, by_first, {k}) == std::set<RowId>{r});
+  }
+}
