@@ -39,7 +39,7 @@ class Lcg:
 # ---------------------------------------------------------------------------
 
 ARITH_SUM_LEAVES = 11  # leaves of the AC sum; the AC closure of n leaves has ~3^n nodes
-ARITH_PROD_LEAVES = 9  # leaves of the AC product
+ARITH_PROD_LEAVES = 11  # leaves of the AC product
 ARITH_ITERS = 9  # (run N)
 
 
@@ -94,7 +94,7 @@ def gen_arith_blowup(sum_leaves=ARITH_SUM_LEAVES, prod_leaves=ARITH_PROD_LEAVES,
 # ---------------------------------------------------------------------------
 
 TC_NODES = 1000
-TC_EDGES = 10000  # distinct directed edges, no self loops (average out-degree 10)
+TC_EDGES = 12000  # distinct directed edges, no self loops (average out-degree 12)
 TC_SEED = 0x2545F4914F6CDD1D
 
 
@@ -126,7 +126,7 @@ def gen_datalog_tc(nodes=TC_NODES, edges=TC_EDGES, seed=TC_SEED):
 # tensor_luminal
 # ---------------------------------------------------------------------------
 
-TENSOR_LAYERS = 40
+TENSOR_LAYERS = 200
 TENSOR_PRELUDE = r"""
 ;; tensor_luminal: a Luminal-style tensor graph compiled by rewriting.
 ;;   Expr   symbolic shape arithmetic (dims are variables); Numel/Strides/Nth/
@@ -180,6 +180,7 @@ TENSOR_PRELUDE = r"""
     (Reshape Op EList)
     (Expand Op i64 Expr EList)
     (Matmul Op Op EList)
+    (BMatmul Op Op EList)
     (Kernel Body EList EList)))
 
 (relation has-shape (Op EList))
@@ -208,7 +209,6 @@ TENSOR_PRELUDE = r"""
 (rewrite (MMin (MNum a) (MNum b)) (MNum (min a b)) :ruleset expr :name "mmin-fold")
 (rewrite (MAdd a (MNum 0)) a :ruleset expr :name "madd-zero")
 (rewrite (MMul a (MNum 1)) a :ruleset expr :name "mmul-one")
-(rewrite (MMul a (MNum 0)) (MNum 0) :ruleset expr :name "mmul-zero")
 (rewrite (MDiv a (MNum 1)) a :ruleset expr :name "mdiv-one")
 (rewrite (MDiv (MMul a b) b) a :ruleset expr :name "mdiv-cancel")
 (rewrite (MMod (MMul a b) b) (MNum 0) :ruleset expr :name "mmod-cancel")
@@ -242,6 +242,7 @@ TENSOR_PRELUDE = r"""
 (rule ((= o (Reshape a sh))) ((has-shape o sh)) :ruleset shape :name "shape-reshape")
 (rule ((= o (Expand a ax d sh))) ((has-shape o sh)) :ruleset shape :name "shape-expand")
 (rule ((= o (Matmul a b sh))) ((has-shape o sh)) :ruleset shape :name "shape-matmul")
+(rule ((= o (BMatmul a b sh))) ((has-shape o sh)) :ruleset shape :name "shape-bmatmul")
 
 ;; ---- lower: every op becomes a one-op kernel ------------------------------
 (rewrite (Const v sh) (Kernel (BConst v) sh (Strides sh)) :ruleset lower :name "lower-const")
@@ -272,12 +273,20 @@ TENSOR_PRELUDE = r"""
       ((let mkn (ECons m (ECons k (ECons n (ENil)))))
        (union o (SumReduce (Mul (Expand a 2 n mkn) (Expand b 0 m mkn) mkn) 1 sh)))
       :ruleset lower :name "lower-matmul")
+;; batched matmul [h,m,k] x [h,k,n] -> sum over k of the broadcast product [h,m,k,n]
+(rule ((= o (BMatmul a b sh))
+       (has-shape a (ECons h (ECons m (ECons k (ENil)))))
+       (has-shape b (ECons h2 (ECons k2 (ECons n (ENil))))))
+      ((let hmkn (ECons h (ECons m (ECons k (ECons n (ENil))))))
+       (union o (SumReduce (Mul (Expand a 3 n hmkn) (Expand b 1 m hmkn) hmkn) 2 sh)))
+      :ruleset lower :name "lower-bmatmul")
 
 ;; ---- fuse: inline producers into consumers --------------------------------
 ;; A load of a kernel's output at the kernel's own shape is the kernel's body.
 (rewrite (BArg (Kernel body sh st) sh) body :ruleset fuse :name "fuse-inline")
 (rewrite (BBin "add" a b) (BBin "add" b a) :ruleset fuse :name "body-add-comm")
 (rewrite (BBin "mul" a b) (BBin "mul" b a) :ruleset fuse :name "body-mul-comm")
+(rewrite (BBin "mul" a (BBin "mul" b c)) (BBin "mul" (BBin "mul" a b) c) :ruleset fuse :name "body-mul-assoc")
 (rewrite (BUn "exp2" (BUn "log2" x)) x :ruleset fuse :name "body-exp2-log2")
 (rewrite (BUn "recip" (BUn "recip" x)) x :ruleset fuse :name "body-recip-recip")
 (rewrite (BBin "mul" (BConst 1.0) x) x :ruleset fuse :name "body-mul-one")
@@ -313,14 +322,16 @@ def f64(v):
 def gen_tensor_luminal(layers=TENSOR_LAYERS):
     """A decoder-style stack over flattened tokens T = batch*seq, width D.
 
-    Each layer: RMS norm, single-head attention against a KV cache of length
-    seq+past (Q/K/V/O projections, transpose, scaled exp2-softmax), residual,
-    RMS norm, a gated MLP, residual. Shape expressions are written in several
-    equivalent forms (commuted products and sums, unfolded constants) so that
-    fusion only fires once the expr ruleset has proved them equal.
+    Each layer: RMS norm, 4-head attention against a KV cache of length
+    seq+past+sink (Q/K/V/O projections, head split/merge by reshape+permute,
+    batched matmuls, scaled exp2-softmax), residual, RMS norm, a gated MLP,
+    residual; about 66 `let`s per layer. Shape expressions are written in
+    several equivalent forms (commuted products and sums, unfolded constants,
+    x*4/4) so that fusion only fires once the expr ruleset has proved them equal.
     """
     D = 64
     F = 4 * D
+    H = 4
     lines = [TENSOR_PRELUDE.strip("\n"), ""]
     ctr = [0]
 
@@ -350,15 +361,16 @@ def gen_tensor_luminal(layers=TENSOR_LAYERS):
         '(MMul (MVar "batch") (MVar "seq"))',
         '(MMul (MVar "seq") (MVar "batch"))',
         '(MMul (MMul (MVar "batch") (MNum 1)) (MVar "seq"))',
+        '(MDiv (MMul (MMul (MVar "seq") (MVar "batch")) (MNum 4)) (MNum 4))',
     ]
     cache_forms = [
-        '(MAdd (MVar "seq") (MVar "past"))',
-        '(MAdd (MVar "past") (MVar "seq"))',
-        '(MAdd (MAdd (MVar "past") (MNum 0)) (MVar "seq"))',
+        '(MAdd (MAdd (MVar "seq") (MVar "past")) (MVar "sink"))',
+        '(MAdd (MVar "past") (MAdd (MVar "sink") (MVar "seq")))',
+        '(MAdd (MAdd (MMul (MVar "past") (MNum 1)) (MVar "seq")) (MVar "sink"))',
     ]
     dim_forms = {
-        D: [num(D), f"(MMul (MNum 2) (MNum {D // 2}))", f"(MAdd (MNum {D // 2}) (MNum {D // 2}))"],
-        F: [num(F), f"(MMul (MNum 4) (MNum {D}))", f"(MMul (MNum {D}) (MNum 4))"],
+        D: [num(D), f"(MMul (MNum 2) (MNum {D // 2}))", f"(MMul (MNum {D // 2}) (MNum 2))"],
+        F: [num(F), f"(MMul (MNum 4) (MNum {D}))", f"(MAdd (MNum {F // 2}) (MNum {F // 2}))"],
     }
     rng = Lcg(0x5DEECE66D)
 
@@ -370,6 +382,15 @@ def gen_tensor_luminal(layers=TENSOR_LAYERS):
 
     def dim(n):
         return dim_forms[n][rng.below(len(dim_forms[n]))]
+
+    head_forms = [num(H), f"(MDiv (MNum {D}) (MNum {D // H}))", f"(MMul (MNum 2) (MNum {H // 2}))"]
+    hdim_forms = [num(D // H), f"(MDiv (MNum {D}) (MNum {H}))", f"(MDiv (MMul (MNum {D // H}) (MNum {H})) (MNum {H}))"]
+
+    def hd():
+        return head_forms[rng.below(len(head_forms))]
+
+    def dh():
+        return hdim_forms[rng.below(len(hdim_forms))]
 
     def weight(name, r, c):
         return let(f'(Input "{name}" {elist(num(r), num(c))} {elist(num(c), num(1))})')
@@ -397,18 +418,22 @@ def gen_tensor_luminal(layers=TENSOR_LAYERS):
         q = let(f"(Matmul {x} {wq} {elist(T(), dim(D))})")
         k = let(f"(Matmul {kc} {wk} {elist(P(), dim(D))})")
         v = let(f"(Matmul {vc} {wv} {elist(P(), dim(D))})")
-        kt = let(f"(Permute {k} {ilist(1, 0)} {elist(dim(D), P())})")
-        s = let(f"(Matmul {q} {kt} {elist(T(), P())})")
-        ss = let(f"(Mul {s} {const(0.18033688011112042, T(), P())} {elist(T(), P())})")
-        mx = let(f"(MaxReduce {ss} 1 {elist(T())})")
-        nmx = let(f"(Mul {mx} {const(-1.0, T())} {elist(T())})")
-        nmxb = let(f"(Expand {nmx} 1 {P()} {elist(T(), P())})")
-        e = let(f"(Exp2 (Add {ss} {nmxb} {elist(T(), P())}) {elist(T(), P())})")
-        den = let(f"(SumReduce {e} 1 {elist(T())})")
-        rden = let(f"(Expand (Recip {den} {elist(T())}) 1 {P()} {elist(T(), P())})")
-        p = let(f"(Mul {e} {rden} {elist(T(), P())})")
-        o = let(f"(Matmul {p} {v} {elist(T(), dim(D))})")
-        return let(f"(Matmul {o} {wo} {elist(T(), dim(D))})")
+        # split heads: q -> [H, T, Dh], k -> [H, Dh, P], v -> [H, P, Dh]
+        qh = let(f"(Permute (Reshape {q} {elist(T(), hd(), dh())}) {ilist(1, 0, 2)} {elist(hd(), T(), dh())})")
+        kh = let(f"(Permute (Reshape {k} {elist(P(), hd(), dh())}) {ilist(1, 2, 0)} {elist(hd(), dh(), P())})")
+        vh = let(f"(Permute (Reshape {v} {elist(P(), hd(), dh())}) {ilist(1, 0, 2)} {elist(hd(), P(), dh())})")
+        s_ = let(f"(BMatmul {qh} {kh} {elist(hd(), T(), P())})")
+        ss = let(f"(Mul {s_} {const(0.18033688011112042, hd(), T(), P())} {elist(hd(), T(), P())})")
+        mx = let(f"(MaxReduce {ss} 2 {elist(hd(), T())})")
+        nmx = let(f"(Mul {mx} {const(-1.0, hd(), T())} {elist(hd(), T())})")
+        nmxb = let(f"(Expand {nmx} 2 {P()} {elist(hd(), T(), P())})")
+        e = let(f"(Exp2 (Add {ss} {nmxb} {elist(hd(), T(), P())}) {elist(hd(), T(), P())})")
+        den = let(f"(SumReduce {e} 2 {elist(hd(), T())})")
+        rden = let(f"(Expand (Recip {den} {elist(hd(), T())}) 2 {P()} {elist(hd(), T(), P())})")
+        p = let(f"(Mul {e} {rden} {elist(hd(), T(), P())})")
+        o = let(f"(BMatmul {p} {vh} {elist(hd(), T(), dh())})")
+        om = let(f"(Reshape (Permute {o} {ilist(1, 0, 2)} {elist(T(), hd(), dh())}) {elist(T(), dim(D))})")
+        return let(f"(Matmul {om} {wo} {elist(T(), dim(D))})")
 
     def mlp(x, l):
         w1, w3 = weight(f"l{l}_w1", D, F), weight(f"l{l}_w3", D, F)
