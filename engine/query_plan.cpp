@@ -63,41 +63,55 @@ std::size_t rows_in_filter(const Table& t, RowFilter filter, Timestamp since) {
   return t.size();
 }
 
-// Expected rows per binding of the bound columns.
-double estimate_fanout(const Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
+// Expected rows per binding of the bound columns. Builds the index on `mask` if needed: the
+// join would use it anyway, and a guess without statistics picks bad orders on e-graphs,
+// where a few e-classes own most rows.
+double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
   double rows = static_cast<double>(rows_in_filter(t, filter, since));
   if (mask == 0) return rows;
   if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return std::min(rows, 1.0);
-  if (const ColumnIndex* index = t.existing_index(mask)) return std::min(rows, index->rows_per_key());
-  // No statistics yet: assume each bound column divides the rows evenly.
-  return std::pow(rows, 1.0 - double(std::popcount(mask)) / double(t.width()));
+  return std::min(rows, t.index(mask).rows_per_key());
 }
 
-// Builds the join order for one semi-naive variant: the "new" atom first, then greedily the
-// atom with the most bound columns (ties: fewer rows).
-Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
-               Timestamp since, std::size_t first_atom) {
-  Plan plan;
-  std::vector<bool> bound(q.num_vars(), false);
-  std::vector<bool> done(q.primitives.size(), false);
-  plan.primitive_binds_result.assign(q.primitives.size(), false);
-  schedule_primitives(q, bound, done, plan.primitive_binds_result, plan.initial_primitives);
+ColumnMask bound_mask(const QueryAtom& atom, const std::vector<bool>& bound) {
+  ColumnMask mask = 0;
+  for (std::uint32_t c = 0; c < atom.columns.size(); ++c) {
+    if (term_bound(atom.columns[c], bound)) mask |= 1u << c;
+  }
+  return mask;
+}
 
+void bind_atom(const QueryAtom& atom, std::vector<bool>& bound) {
+  for (const QueryTerm& t : atom.columns) {
+    if (t.is_var) bound[t.var] = true;
+  }
+}
+
+// A join order and its estimated cost (the number of partial matches it visits).
+struct Order {
+  std::vector<std::size_t> atoms;
+  double cost = 0;
+};
+
+// Starting from `first`, repeatedly takes the atom joined on a bound column with the smallest
+// estimated fan-out (cross products last; ties go to the later atom, which reproduces egglog's
+// row order).
+Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                   Timestamp since, std::vector<bool> bound, std::vector<bool> done,
+                   std::size_t first) {
+  Order order;
   std::vector<bool> used(q.atoms.size(), false);
+  std::vector<bool> ignored_binds(q.primitives.size());
+  std::vector<std::uint32_t> ignored_out;
+  double partial = 1;
   for (std::size_t n = 0; n < q.atoms.size(); ++n) {
-    // Greedy: atoms joined on a bound column before cross products, then the smallest
-    // estimated fan-out; ties go to the later atom (which reproduces egglog's row order).
     std::size_t best = q.atoms.size();
     bool best_connected = false;
     double best_fanout = 0;
     for (std::size_t a = 0; a < q.atoms.size(); ++a) {
-      if (used[a]) continue;
-      const Table& t = egraph.table(q.atoms[a].function);
-      ColumnMask mask = 0;
-      for (std::uint32_t c = 0; c < q.atoms[a].columns.size(); ++c) {
-        if (term_bound(q.atoms[a].columns[c], bound)) mask |= 1u << c;
-      }
-      double fanout = estimate_fanout(t, mask, filters[a], since);
+      if (used[a] || (n == 0 && a != first)) continue;
+      ColumnMask mask = bound_mask(q.atoms[a], bound);
+      double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since);
       bool connected = mask != 0;
       if (best == q.atoms.size() || (connected && !best_connected) ||
           (connected == best_connected && fanout <= best_fanout)) {
@@ -107,6 +121,32 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
       }
     }
     used[best] = true;
+    order.atoms.push_back(best);
+    partial *= std::max(best_fanout, 1e-3);
+    order.cost += partial;
+    bind_atom(q.atoms[best], bound);
+    schedule_primitives(q, bound, done, ignored_binds, ignored_out);
+  }
+  return order;
+}
+
+// Builds the join plan for one semi-naive variant: the cheapest of the greedy orders that
+// start from each atom.
+Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+               Timestamp since) {
+  Plan plan;
+  std::vector<bool> bound(q.num_vars(), false);
+  std::vector<bool> done(q.primitives.size(), false);
+  plan.primitive_binds_result.assign(q.primitives.size(), false);
+  schedule_primitives(q, bound, done, plan.primitive_binds_result, plan.initial_primitives);
+
+  Order best_order;
+  for (std::size_t first = 0; first < q.atoms.size(); ++first) {
+    Order order = greedy_order(egraph, q, filters, since, bound, done, first);
+    if (first == 0 || order.cost <= best_order.cost) best_order = std::move(order);
+  }
+
+  for (std::size_t best : best_order.atoms) {
     const QueryAtom& atom = q.atoms[best];
     Step step;
     step.atom = static_cast<std::uint32_t>(best);
@@ -272,7 +312,7 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
   if (window.since == 0 || n == 0) {
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
-    Plan plan = make_plan(egraph, query, filters, 0, n);
+    Plan plan = make_plan(egraph, query, filters, 0);
     return Executor(egraph, query, plan, window, sink).run();
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -281,7 +321,7 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     std::vector<RowFilter> filters(n, RowFilter::Any);
     for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
     filters[i] = RowFilter::New;
-    Plan plan = make_plan(egraph, query, filters, window.since, i);
+    Plan plan = make_plan(egraph, query, filters, window.since);
     if (!Executor(egraph, query, plan, window, sink).run()) return false;
   }
   return true;
