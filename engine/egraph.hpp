@@ -50,6 +50,9 @@ class EGraph {
   // Constructor call: the existing output for these keys, or a fresh e-class.
   Value lookup_or_insert(FunctionId f, const Value* keys);
   std::optional<Value> lookup(FunctionId f, const Value* keys);
+  // Memory hints for a write or lookup of these (canonical) keys in a moment.
+  void prefetch_slot(FunctionId f, const Value* keys) const { functions_[f].table.prefetch_slot(keys); }
+  void prefetch_row(FunctionId f, const Value* keys) const { functions_[f].table.prefetch_row(keys); }
   // Writes `keys -> output`, merging with an existing row by the function's merge rule.
   void set(FunctionId f, const Value* keys, Value output);
   // Removes the row (returns false if absent).

@@ -26,6 +26,16 @@ class KeyIndex {
     }
   }
 
+  // Hints for batched lookups: start loading the slot a hash lands in, then (once that is
+  // cached) the row it holds, so lookups a few matches later do not wait on memory.
+  void prefetch_slot(std::uint64_t hash) const {
+    __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+  }
+  RowId peek(std::uint64_t hash) const {
+    const Slot& s = slots_[hash & (slots_.size() - 1)];
+    return s.row == kTombstone ? kNoRow : s.row;
+  }
+
   // Adds a row (its keys must not be present). `hash_of_row` rehashes rows when growing.
   template <class HashOfRow>
   void insert(std::uint64_t hash, RowId row, HashOfRow&& hash_of_row) {

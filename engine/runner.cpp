@@ -13,6 +13,51 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Applying matches is bound by memory: each action's first table access misses the cache.
+// When the first instruction touches a table with keys taken straight from the match, load
+// its index slot kSlotDistance matches ahead and its row kRowDistance matches ahead.
+class Prefetcher {
+ public:
+  Prefetcher(const Rule& rule, const Value* matches) : matches_(matches), width_(rule.query.num_vars()) {
+    if (rule.actions.instrs.empty() || width_ == 0) return;
+    const ActionInstr& first = rule.actions.instrs[0];
+    bool touches_table = first.op == ActionOp::Construct || first.op == ActionOp::Lookup ||
+                         first.op == ActionOp::Set;
+    if (!touches_table) return;
+    std::size_t keys = first.op == ActionOp::Set ? first.args.size() - 1 : first.args.size();
+    for (std::size_t i = 0; i < keys; ++i) {
+      if (!first.args[i].is_constant && first.args[i].reg >= width_) return;  // computed key
+    }
+    instr_ = &first;
+    num_keys_ = keys;
+  }
+
+  void ahead(const EGraph& egraph, std::uint64_t m, std::uint64_t count) const {
+    if (!instr_) return;
+    if (m + kSlotDistance < count) egraph.prefetch_slot(instr_->function, keys_of(m + kSlotDistance));
+    if (m + kRowDistance < count) egraph.prefetch_row(instr_->function, keys_of(m + kRowDistance));
+  }
+
+ private:
+  static constexpr std::uint64_t kSlotDistance = 16;
+  static constexpr std::uint64_t kRowDistance = 8;
+
+  const Value* keys_of(std::uint64_t m) const {
+    const Value* match = matches_ + m * width_;
+    for (std::size_t i = 0; i < num_keys_; ++i) {
+      const Operand& o = instr_->args[i];
+      keys_[i] = o.is_constant ? o.constant : match[o.reg];
+    }
+    return keys_;
+  }
+
+  const Value* matches_;
+  std::uint32_t width_;
+  const ActionInstr* instr_ = nullptr;
+  std::size_t num_keys_ = 0;
+  mutable Value keys_[kMaxColumns];
+};
+
 }  // namespace
 
 Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits)
@@ -137,7 +182,9 @@ bool Runner::iterate(const std::string& ruleset) {
     auto t0 = Clock::now();
     std::uint32_t width = rule.query.num_vars();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, width), 0);
+    Prefetcher prefetch(rule, f.matches.data());
     for (std::uint64_t m = 0; m < f.count; ++m) {
+      prefetch.ahead(egraph_, m, f.count);
       if (width) std::copy_n(&f.matches[m * width], width, registers.begin());
       run_actions(egraph_, rule.actions, registers.data());
     }

@@ -43,6 +43,12 @@ class Table {
 
   // The live row with these keys, or kNoRow.
   RowId find(const Value* keys) const;
+  // Memory hints for a find() of these keys soon: first the index slot, later the row.
+  void prefetch_slot(const Value* keys) const { primary_.prefetch_slot(key_hash(keys)); }
+  void prefetch_row(const Value* keys) const {
+    RowId r = primary_.peek(key_hash(keys));
+    if (r < end()) __builtin_prefetch(row(r));
+  }
   RowId append(const Value* keys, Value output, Timestamp ts, bool subsumed);
   void kill(RowId r);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
