@@ -52,18 +52,18 @@ bool EGraph::unite(Value a, Value b) {
   return true;
 }
 
-void EGraph::canonicalize_keys(const FunctionEntry& f, Value* keys) {
-  for (std::size_t i = 0; i < f.decl.inputs.size(); ++i) {
-    if (f.eq_columns[i]) keys[i] = union_find_.find(keys[i]);
+RowId EGraph::find_row(const FunctionEntry& f, const Value* keys_in, Value* keys) {
+  std::size_t n = f.decl.inputs.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = f.eq_columns[i] ? union_find_.find(keys_in[i]) : keys_in[i];
   }
+  return f.table.find(keys);
 }
 
 Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  std::copy_n(keys_in, f.decl.inputs.size(), keys);
-  canonicalize_keys(f, keys);
-  RowId r = f.table.find(keys);
+  RowId r = find_row(f, keys_in, keys);
   if (r != kNoRow) return canonical(f.decl.output, f.table.output(r));
   Value fresh = make_class();
   f.table.append(keys, fresh, now_, false);
@@ -74,15 +74,12 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
 std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  std::copy_n(keys_in, f.decl.inputs.size(), keys);
-  canonicalize_keys(f, keys);
-  RowId r = f.table.find(keys);
+  RowId r = find_row(f, keys_in, keys);
   if (r == kNoRow) return std::nullopt;
   return canonical(f.decl.output, f.table.output(r));
 }
 
-void EGraph::write_row(FunctionEntry& f, const Value* keys, Value output, bool subsumed) {
-  RowId r = f.table.find(keys);
+void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed) {
   if (r == kNoRow) {
     f.table.append(keys, output, now_, subsumed);
     ++version_;
@@ -117,17 +114,14 @@ void EGraph::write_row(FunctionEntry& f, const Value* keys, Value output, bool s
 void EGraph::set(FunctionId id, const Value* keys_in, Value output) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  std::copy_n(keys_in, f.decl.inputs.size(), keys);
-  canonicalize_keys(f, keys);
-  write_row(f, keys, canonical(f.decl.output, output), false);
+  RowId r = find_row(f, keys_in, keys);
+  write_row(f, r, keys, canonical(f.decl.output, output), false);
 }
 
 bool EGraph::remove(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  std::copy_n(keys_in, f.decl.inputs.size(), keys);
-  canonicalize_keys(f, keys);
-  RowId r = f.table.find(keys);
+  RowId r = find_row(f, keys_in, keys);
   if (r == kNoRow) return false;
   f.table.kill(r);
   ++version_;
@@ -137,9 +131,7 @@ bool EGraph::remove(FunctionId id, const Value* keys_in) {
 bool EGraph::subsume(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  std::copy_n(keys_in, f.decl.inputs.size(), keys);
-  canonicalize_keys(f, keys);
-  RowId r = f.table.find(keys);
+  RowId r = find_row(f, keys_in, keys);
   if (r == kNoRow) return false;
   if (!f.table.subsumed(r)) {
     f.table.set_subsumed(r);
@@ -163,7 +155,7 @@ bool EGraph::rebuild_pass() {
       if (!t.alive(r)) continue;
       const Value* row = t.row(r);
       for (std::uint32_t c = 0; c < width; ++c) {
-        if (f.eq_columns[c] && union_find_.find(row[c]) != row[c]) {
+        if (f.eq_columns[c] && !union_find_.is_root(row[c])) {
           stale.push_back(r);
           break;
         }
@@ -184,7 +176,7 @@ bool EGraph::rebuild_pass() {
       for (std::uint32_t c = 0; c < width; ++c) {
         if (f.eq_columns[c]) row[c] = union_find_.find(row[c]);
       }
-      write_row(f, row, canonical(f.decl.output, row[width - 1]), row[width] != 0);
+      write_row(f, f.table.find(row), row, canonical(f.decl.output, row[width - 1]), row[width] != 0);
     }
   }
   return union_find_.unions() != unions_before;

@@ -80,9 +80,11 @@ class EGraph {
     bool has_eq_columns = false;
   };
 
-  void canonicalize_keys(const FunctionEntry& f, Value* keys);
-  // Inserts or merges a canonical row; used by set() and rebuild().
-  void write_row(FunctionEntry& f, const Value* keys, Value output, bool subsumed);
+  // Canonicalizes keys_in into keys and returns the live row holding them (or kNoRow).
+  RowId find_row(const FunctionEntry& f, const Value* keys_in, Value* keys);
+  // Inserts a canonical row, or merges it into row r that holds the same keys (kNoRow: none).
+  // Used by set() and rebuild().
+  void write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed);
   bool rebuild_pass();
 
   std::vector<Sort> sorts_;

@@ -128,9 +128,10 @@ bool Runner::iterate(const std::string& ruleset) {
   // Search: every rule sees the same database.
   struct Found {
     std::size_t rule;
-    std::vector<Value> matches;
+    std::vector<Value>* matches;  // the rule's reused buffer: pages stay mapped between iterations
     std::uint64_t count = 0;
   };
+  match_buffers_.resize(rules_.size());
   std::vector<Found> found;
   bool any_banned = false;
   Timestamp searched_until = egraph_.now() + 1;
@@ -143,7 +144,8 @@ bool Runner::iterate(const std::string& ruleset) {
       continue;
     }
     auto t0 = Clock::now();
-    Found f{r, {}, 0};
+    Found f{r, &match_buffers_[r], 0};
+    f.matches->clear();
     std::uint32_t width = rule.query.num_vars();
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
@@ -153,7 +155,7 @@ bool Runner::iterate(const std::string& ruleset) {
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
-                             f.matches.insert(f.matches.end(), vars, vars + width);
+                             f.matches->insert(f.matches->end(), vars, vars + width);
                              return ++f.count <= limit;
                            });
     double dt = seconds_since(t0);
@@ -182,10 +184,10 @@ bool Runner::iterate(const std::string& ruleset) {
     auto t0 = Clock::now();
     std::uint32_t width = rule.query.num_vars();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, width), 0);
-    Prefetcher prefetch(rule, f.matches.data());
+    Prefetcher prefetch(rule, f.matches->data());
     for (std::uint64_t m = 0; m < f.count; ++m) {
       prefetch.ahead(egraph_, m, f.count);
-      if (width) std::copy_n(&f.matches[m * width], width, registers.begin());
+      if (width) std::copy_n(&(*f.matches)[m * width], width, registers.begin());
       run_actions(egraph_, rule.actions, registers.data());
     }
     report_.rules[rule.name].apply_seconds += seconds_since(t0);

@@ -33,6 +33,7 @@ class Runner {
   RunLimits limits_;
   RunReport report_;
   std::uint64_t iteration_ = 0;
+  std::vector<std::vector<Value>> match_buffers_;  // per rule, reused by every iteration
   std::chrono::steady_clock::time_point start_;
 };
 

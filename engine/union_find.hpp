@@ -24,6 +24,8 @@ class UnionFind {
     return id;
   }
 
+  bool is_root(Value id) const { return parent_[id] == id; }
+
   // Find without path compression, for const contexts (extraction, printing).
   Value find_const(Value id) const {
     while (parent_[id] != id) id = parent_[id];
