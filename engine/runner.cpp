@@ -13,20 +13,45 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The query variables a rule's actions read: only these are stored per match, which keeps
+// the match buffers small when joins bind variables the actions never use.
+std::vector<std::uint32_t> variables_read(const Rule& rule) {
+  std::uint32_t width = rule.query.num_vars();
+  std::vector<bool> read(width, false);
+  for (const ActionInstr& instr : rule.actions.instrs) {
+    for (const Operand& o : instr.args) {
+      if (!o.is_constant && o.reg < width) read[o.reg] = true;
+    }
+  }
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t v = 0; v < width; ++v) {
+    if (read[v]) out.push_back(v);
+  }
+  return out;
+}
+
 // Applying matches is bound by memory: each action's first table access misses the cache.
 // When the first instruction touches a table with keys taken straight from the match, load
 // its index slot kSlotDistance matches ahead and its row kRowDistance matches ahead.
 class Prefetcher {
  public:
-  Prefetcher(const Rule& rule, const Value* matches) : matches_(matches), width_(rule.query.num_vars()) {
+  Prefetcher(const Rule& rule, const std::vector<std::uint32_t>& stored, const Value* matches)
+      : matches_(matches), width_(static_cast<std::uint32_t>(stored.size())) {
     if (rule.actions.instrs.empty() || width_ == 0) return;
+    std::uint32_t num_vars = rule.query.num_vars();
     const ActionInstr& first = rule.actions.instrs[0];
     bool touches_table = first.op == ActionOp::Construct || first.op == ActionOp::Lookup ||
                          first.op == ActionOp::Set;
     if (!touches_table) return;
     std::size_t keys = first.op == ActionOp::Set ? first.args.size() - 1 : first.args.size();
     for (std::size_t i = 0; i < keys; ++i) {
-      if (!first.args[i].is_constant && first.args[i].reg >= width_) return;  // computed key
+      const Operand& o = first.args[i];
+      if (o.is_constant) {
+        slots_[i] = kConstant;
+        continue;
+      }
+      if (o.reg >= num_vars) return;  // a computed key: nothing to look ahead at
+      slots_[i] = static_cast<std::uint32_t>(std::find(stored.begin(), stored.end(), o.reg) - stored.begin());
     }
     instr_ = &first;
     num_keys_ = keys;
@@ -41,12 +66,12 @@ class Prefetcher {
  private:
   static constexpr std::uint64_t kSlotDistance = 16;
   static constexpr std::uint64_t kRowDistance = 8;
+  static constexpr std::uint32_t kConstant = 0xffffffffu;
 
   const Value* keys_of(std::uint64_t m) const {
     const Value* match = matches_ + m * width_;
     for (std::size_t i = 0; i < num_keys_; ++i) {
-      const Operand& o = instr_->args[i];
-      keys_[i] = o.is_constant ? o.constant : match[o.reg];
+      keys_[i] = slots_[i] == kConstant ? instr_->args[i].constant : match[slots_[i]];
     }
     return keys_;
   }
@@ -55,6 +80,7 @@ class Prefetcher {
   std::uint32_t width_;
   const ActionInstr* instr_ = nullptr;
   std::size_t num_keys_ = 0;
+  std::uint32_t slots_[kMaxColumns] = {};  // per key: its position in a stored match
   mutable Value keys_[kMaxColumns];
 };
 
@@ -118,6 +144,12 @@ bool Runner::run_node(const Schedule& node) {
   return false;
 }
 
+const std::vector<std::uint32_t>& Runner::stored_vars(std::size_t rule) {
+  if (stored_vars_.size() < rules_.size()) stored_vars_.resize(rules_.size());
+  if (!stored_vars_[rule]) stored_vars_[rule] = variables_read(rules_[rule]);
+  return *stored_vars_[rule];
+}
+
 bool Runner::iterate(const std::string& ruleset) {
   check_limits();
   ++iteration_;
@@ -146,7 +178,7 @@ bool Runner::iterate(const std::string& ruleset) {
     auto t0 = Clock::now();
     Found f{r, &match_buffers_[r], 0};
     f.matches->clear();
-    std::uint32_t width = rule.query.num_vars();
+    const std::vector<std::uint32_t>& stored = stored_vars(r);
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
     // A constant e-class (a global) that merged since the last search makes every match
@@ -155,7 +187,7 @@ bool Runner::iterate(const std::string& ruleset) {
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
-                             f.matches->insert(f.matches->end(), vars, vars + width);
+                             for (std::uint32_t v : stored) f.matches->push_back(vars[v]);
                              return ++f.count <= limit;
                            });
     double dt = seconds_since(t0);
@@ -182,12 +214,14 @@ bool Runner::iterate(const std::string& ruleset) {
   for (Found& f : found) {
     Rule& rule = rules_[f.rule];
     auto t0 = Clock::now();
-    std::uint32_t width = rule.query.num_vars();
-    registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, width), 0);
-    Prefetcher prefetch(rule, f.matches->data());
+    const std::vector<std::uint32_t>& stored = stored_vars(f.rule);
+    std::size_t width = stored.size();
+    registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
+    Prefetcher prefetch(rule, stored, f.matches->data());
     for (std::uint64_t m = 0; m < f.count; ++m) {
       prefetch.ahead(egraph_, m, f.count);
-      if (width) std::copy_n(&(*f.matches)[m * width], width, registers.begin());
+      const Value* match = f.matches->data() + m * width;
+      for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
       run_actions(egraph_, rule.actions, registers.data());
     }
     report_.rules[rule.name].apply_seconds += seconds_since(t0);

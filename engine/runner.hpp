@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "engine/egraph.hpp"
@@ -33,7 +34,10 @@ class Runner {
   RunLimits limits_;
   RunReport report_;
   std::uint64_t iteration_ = 0;
+  const std::vector<std::uint32_t>& stored_vars(std::size_t rule);
+
   std::vector<std::vector<Value>> match_buffers_;  // per rule, reused by every iteration
+  std::vector<std::optional<std::vector<std::uint32_t>>> stored_vars_;  // per rule
   std::chrono::steady_clock::time_point start_;
 };
 
