@@ -124,6 +124,7 @@ class QueryBuilder {
   }
 
   CompiledQuery finish() {
+    add_constant_checks();
     infer_sorts();
     check_grounded();
     return emit();
@@ -140,6 +141,11 @@ class QueryBuilder {
   struct Atom {
     engine::FunctionId function;
     std::vector<std::uint32_t> columns;
+  };
+  struct ConstantCheck {
+    SortId sort;
+    Value a, b;
+    support::Span span;
   };
   struct Prim {
     std::string name;
@@ -188,7 +194,14 @@ class QueryBuilder {
     Slot& gone = slots_[b];
     if (gone.sort) set_sort(a, *gone.sort, span);
     if (gone.constant) {
-      if (keep.constant && *keep.constant != *gone.constant) never_matches_ = true;
+      if (keep.constant && *keep.constant != *gone.constant) {
+        // Two e-classes (globals) may be merged later, so compare them when the query runs.
+        if (scope_.egraph.is_eq(*keep.sort)) {
+          constant_checks_.push_back({*keep.sort, *keep.constant, *gone.constant, span});
+        } else {
+          never_matches_ = true;
+        }
+      }
       keep.constant = gone.constant;
     }
     keep.grounded |= gone.grounded;
@@ -245,6 +258,26 @@ class QueryBuilder {
       return prims_.back().result;
     }
     throw UserError("unknown function '" + name + "'", e.items[0].span);
+  }
+
+  // `(value-eq a b)` for every pair of e-class constants that `=` equated.
+  void add_constant_checks() {
+    if (constant_checks_.empty()) return;
+    const std::vector<const Primitive*>& value_eq = scope_.egraph.primitives().overloads("value-eq");
+    KILN_ASSERT(value_eq.size() == 1, "value-eq is a builtin with one overload");
+    for (const ConstantCheck& check : constant_checks_) {
+      Prim prim{"value-eq", {}, 0, value_eq[0], check.span};
+      for (Value constant : {check.a, check.b}) {
+        std::uint32_t arg = new_slot(check.span);
+        slots_[arg].sort = check.sort;
+        slots_[arg].constant = constant;
+        slots_[arg].grounded = true;
+        prim.args.push_back(arg);
+      }
+      prim.result = new_slot(check.span);
+      slots_[prim.result].sort = scope_.builtins.unit;
+      prims_.push_back(std::move(prim));
+    }
   }
 
   void infer_sorts() {
@@ -388,6 +421,7 @@ class QueryBuilder {
   std::map<std::string, std::uint32_t> named_;
   std::vector<Atom> atoms_;
   std::vector<Prim> prims_;
+  std::vector<ConstantCheck> constant_checks_;
   bool progress_ = false;
   bool never_matches_ = false;
 };

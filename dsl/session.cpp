@@ -353,7 +353,10 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
   for (int direction = 0; direction < (both_ways ? 2 : 1); ++direction) {
     const Sexp& lhs = *parts.positional[direction];
     const Sexp& rhs = *parts.positional[1 - direction];
-    if (!lhs.is_list() || lhs.items.empty()) {
+    if (!lhs.is_list() || lhs.items.empty() ||
+        (lhs.items[0].is_symbol() && !state_.egraph.find_function(lhs.items[0].text) &&
+         state_.egraph.primitives().contains(lhs.items[0].text))) {
+      // A primitive call would leave the hidden root variable ungrounded.
       throw UserError("the left side of a rewrite must be a constructor call", lhs.span);
     }
     // (rule ((= root lhs) conditions...) ((union root rhs)))
@@ -549,15 +552,29 @@ void Session::extract(const Sexp& c) {
 
 void Session::push(const Sexp& c) {
   std::uint64_t n = c.items.size() > 1 ? expect_count(c.items[1], "a count") : 1;
-  for (std::uint64_t i = 0; i < n; ++i) stack_.push_back(state_);
+  if (n > 0) stack_.push_back(Saved{state_, n});
 }
 
 void Session::pop(const Sexp& c) {
   std::uint64_t n = c.items.size() > 1 ? expect_count(c.items[1], "a count") : 1;
-  if (n > stack_.size()) throw support::RuntimeFailure("pop without a matching push", c.span);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    state_ = std::move(stack_.back());
-    stack_.pop_back();
+  std::uint64_t depth = 0;  // counted only up to n, so it cannot overflow
+  for (auto s = stack_.rbegin(); s != stack_.rend() && depth < n; ++s) {
+    depth += std::min(s->levels, n - depth);
+  }
+  if (depth < n) throw support::RuntimeFailure("pop without a matching push", c.span);
+  while (n > 0) {
+    Saved& top = stack_.back();
+    std::uint64_t levels = std::min(top.levels, n);
+    top.levels -= levels;
+    n -= levels;
+    if (n > 0) {
+      stack_.pop_back();
+    } else if (top.levels > 0) {
+      state_ = top.state;  // lower levels of the same push still need it
+    } else {
+      state_ = std::move(top.state);
+      stack_.pop_back();
+    }
   }
 }
 

@@ -85,7 +85,12 @@ class Session {
   std::ostream& out_;
   engine::Builtins builtins_;
   State state_;
-  std::vector<State> stack_;
+  // `(push N)` saves one copy of the state standing for N levels, so a large N costs nothing.
+  struct Saved {
+    State state;
+    std::uint64_t levels = 0;
+  };
+  std::vector<Saved> stack_;
   engine::RunLimits limits_;
   engine::RunReport total_report_;
   std::vector<std::string> include_dirs_;

@@ -2,15 +2,15 @@
 // whatever their raw e-class ids.
 #include <catch2/catch.hpp>
 
-#include <sstream>
 #include <string>
 
-#include "dsl/session.hpp"
 #include "engine/builtins.hpp"
 #include "engine/dump.hpp"
 #include "engine/egraph.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln;
+using kiln::testing::TestProgram;
 
 namespace {
 
@@ -26,10 +26,9 @@ struct Dumps {
 };
 
 Dumps build(const std::string& text) {
-  std::ostringstream out;
-  dsl::Session s(out);
-  s.run_text("d.egg", text);
-  return {engine::to_dot(s.egraph()), engine::to_json(s.egraph())};
+  TestProgram p;
+  p.run(text);
+  return {engine::to_dot(p.egraph()), engine::to_json(p.egraph())};
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -117,13 +116,11 @@ TEST_CASE("dump: quotes in string literals are escaped", "[engine]") {
 
 TEST_CASE("dump: with a root, only what it reaches is dumped, numbered the same in any e-graph", "[engine]") {
   auto dump_root = [](const std::string& extra) {
-    std::ostringstream out;
-    dsl::Session s(out);
-    s.run_text("r.egg",
-               "(datatype E (Num i64) (Add E E) (Neg E))\n" + extra +
-                   "(let a (Add (Num 1) (Num 2)))\n(let b (Neg (Num 3)))\n");
-    engine::Value a = s.global("a")->value;
-    return std::pair{engine::to_json(s.egraph(), a), engine::to_dot(s.egraph(), a)};
+    TestProgram p;
+    p.run("(datatype E (Num i64) (Add E E) (Neg E))\n" + extra +
+          "(let a (Add (Num 1) (Num 2)))\n(let b (Neg (Num 3)))\n");
+    engine::Value a = p.global("a").value;
+    return std::pair{engine::to_json(p.egraph(), a), engine::to_dot(p.egraph(), a)};
   };
   auto plain = dump_root("");
   auto with_noise = dump_root("(Neg (Neg (Num 9)))\n(Add (Num 7) (Num 8))\n");

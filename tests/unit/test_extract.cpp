@@ -3,47 +3,19 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <limits>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "dsl/session.hpp"
 #include "engine/extract.hpp"
 #include "support/diagnostic.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln;
+using kiln::testing::TestProgram;
 using support::UserError;
 
-namespace {
-
-struct Program {
-  std::ostringstream out;
-  dsl::Session s{out};
-
-  void run(const std::string& text) { s.run_text("t.egg", text); }
-  std::string print(const std::string& command) {
-    out.str("");
-    run(command);
-    return out.str();
-  }
-  const dsl::Global& global(const std::string& name) {
-    const dsl::Global* g = s.global(name);
-    REQUIRE(g != nullptr);
-    return *g;
-  }
-  std::optional<std::uint64_t> tree_cost(const std::string& name) {
-    engine::TreeExtractor tree(s.egraph());
-    return tree.cost(global(name).sort, global(name).value);
-  }
-  engine::FunctionId function(const std::string& name) { return *s.egraph().find_function(name); }
-};
-
-}  // namespace
-
 TEST_CASE("extract: tree cost adds :cost per e-node and 1 per literal", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Num i64) (Add E E :cost 5) (Big i64 :cost 100))\n"
       "(let x (Add (Num 1) (Num 2)))\n"
@@ -60,7 +32,7 @@ TEST_CASE("extract: tree cost adds :cost per e-node and 1 per literal", "[dsl]")
 }
 
 TEST_CASE("extract: costs improve through parents after a child gets cheaper", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Num i64) (Heavy i64 :cost 50) (Neg E))\n"
       "(let h (Heavy 1))\n"
@@ -80,7 +52,7 @@ TEST_CASE("extract: ties are broken the same way whatever the order of unions an
   };
   std::string first;
   for (const std::string& order : orders) {
-    Program p;
+    TestProgram p;
     p.run("(datatype E (A) (B) (C))\n" + order);
     std::string term = p.print("(extract x)");
     if (first.empty()) first = term;
@@ -91,7 +63,7 @@ TEST_CASE("extract: ties are broken the same way whatever the order of unions an
 }
 
 TEST_CASE("extract: variants list one term per e-node, cheapest first, up to the limit", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Num i64) (Add E E :cost 3) (Big i64 :cost 20))\n"
       "(let x (Num 7))\n"
@@ -102,7 +74,7 @@ TEST_CASE("extract: variants list one term per e-node, cheapest first, up to the
 }
 
 TEST_CASE("extract: unextractable constructors are never chosen", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Num i64 :cost 10) (Hidden i64 :unextractable :cost 0))\n"
       "(let x (Hidden 1))\n");
@@ -113,21 +85,21 @@ TEST_CASE("extract: unextractable constructors are never chosen", "[dsl]") {
 }
 
 TEST_CASE("extract: cycles are skipped in favour of a finite term", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Leaf i64) (F E))\n"
       "(let x (Leaf 1))\n"
       "(union x (F x))\n");
   CHECK(p.print("(extract x)") == "(Leaf 1)\n");
   CHECK(p.print("(extract (F x))") == "(Leaf 1)\n");
-  Program only_cycle;
+  TestProgram only_cycle;
   only_cycle.run("(datatype E (Leaf i64) (F E) (G E))\n(let x (F (Leaf 1)))\n(union x (G x))\n"
                  "(delete (F (Leaf 1)))\n");
   CHECK_FALSE(only_cycle.tree_cost("x").has_value());
 }
 
 TEST_CASE("extract: tree costs saturate instead of wrapping around", "[dsl]") {
-  Program p;
+  TestProgram p;
   // Each Num costs 2^63 - 1 + 1 = 2^63; a Pair of two would wrap to 1 in 64-bit arithmetic.
   p.run(
       "(datatype E (Num i64 :cost 9223372036854775807) (Pair E E :cost 1) (Cheap :cost 5))\n"
@@ -138,7 +110,7 @@ TEST_CASE("extract: tree costs saturate instead of wrapping around", "[dsl]") {
 }
 
 TEST_CASE("extract: the DAG extractor pays a shared subterm once", "[engine]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Leaf i64) (Big E :cost 10) (Mid1 E :cost 6) (Mid2 E :cost 6) (P E E) (Q E E))\n"
       "(let x (Leaf 0))\n"
@@ -147,7 +119,7 @@ TEST_CASE("extract: the DAG extractor pays a shared subterm once", "[engine]") {
       "(union root (Q (Mid1 x) (Mid2 x)))\n");
   // As a tree, P(s, s) counts Big twice: 1 + 2 * (10 + 2) = 25 > Q's 1 + 2 * (6 + 2) = 17.
   CHECK(p.print("(extract root)") == "(Q (Mid1 (Leaf 0)) (Mid2 (Leaf 0)))\n");
-  const engine::EGraph& g = p.s.egraph();
+  const engine::EGraph& g = p.egraph();
   int calls = 0;
   engine::DagExtractor dag(g, [&calls](const engine::EGraph& eg, const engine::ENode& node) {
     ++calls;
@@ -169,13 +141,13 @@ TEST_CASE("extract: the DAG extractor pays a shared subterm once", "[engine]") {
 }
 
 TEST_CASE("extract: the DAG extractor takes node costs from the callback", "[engine]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype E (Leaf i64) (Big E) (Mid1 E) (Mid2 E) (P E E) (Q E E))\n"
       "(let x (Leaf 0))\n"
       "(let root (P (Big x) (Big x)))\n"
       "(union root (Q (Mid1 x) (Mid2 x)))\n");
-  const engine::EGraph& g = p.s.egraph();
+  const engine::EGraph& g = p.egraph();
   engine::FunctionId big = p.function("Big");
   engine::FunctionId q = p.function("Q");
   auto costs = [&](double big_cost) {
@@ -203,13 +175,16 @@ TEST_CASE("extract: the DAG extractor takes node costs from the callback", "[eng
 
 TEST_CASE("extract: DAG extraction is deterministic across separately built e-graphs", "[engine]") {
   auto choose = [](const std::string& order) {
-    Program p;
+    TestProgram p;
     p.run("(datatype E (Leaf i64) (A E) (B E) (P E E))\n" + order);
-    engine::DagExtractor dag(p.s.egraph(), [](const engine::EGraph&, const engine::ENode&) { return 1.0; });
+    engine::DagExtractor dag(p.egraph(),
+                             [](const engine::EGraph&, const engine::ENode&) { return 1.0; });
     auto r = dag.extract(p.global("root").value);
     REQUIRE(r.has_value());
     std::vector<std::string> names;
-    for (const auto& [eclass, node] : r->choice) names.push_back(p.s.egraph().function(node.function).name);
+    for (const auto& [eclass, node] : r->choice) {
+      names.push_back(p.egraph().function(node.function).name);
+    }
     std::sort(names.begin(), names.end());
     return names;
   };
@@ -220,9 +195,10 @@ TEST_CASE("extract: DAG extraction is deterministic across separately built e-gr
 }
 
 TEST_CASE("extract: the DAG extractor has nothing for a class without extractable e-nodes", "[engine]") {
-  Program p;
+  TestProgram p;
   p.run("(datatype E (Num i64) (Hidden i64 :unextractable))\n(let x (Hidden 1))\n(let y (Num 1))\n");
-  engine::DagExtractor dag(p.s.egraph(), [](const engine::EGraph&, const engine::ENode&) { return 1.0; });
+  engine::DagExtractor dag(p.egraph(),
+                           [](const engine::EGraph&, const engine::ENode&) { return 1.0; });
   CHECK_FALSE(dag.extract(p.global("x").value).has_value());
   auto y = dag.extract(p.global("y").value);
   REQUIRE(y.has_value());

@@ -5,13 +5,12 @@
 #include <map>
 #include <random>
 #include <set>
-#include <sstream>
 #include <vector>
 
-#include "dsl/session.hpp"
 #include "engine/builtins.hpp"
 #include "engine/egraph.hpp"
 #include "support/diagnostic.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln::engine;
 using kiln::support::UserError;
@@ -180,14 +179,13 @@ TEST_CASE("rebuild: equal outputs of a :no-merge function merge silently", "[eng
 }
 
 TEST_CASE("rebuild: a :no-merge conflict from a program's union is an error", "[dsl]") {
-  std::ostringstream out;
-  kiln::dsl::Session s(out);
-  s.run_text("t.egg",
-             "(datatype E (Leaf i64))\n"
-             "(function h (E) i64 :no-merge)\n"
-             "(set (h (Leaf 1)) 1)\n"
-             "(set (h (Leaf 2)) 2)\n");
-  CHECK_THROWS_AS(s.run_text("u.egg", "(union (Leaf 1) (Leaf 2))\n"), UserError);
+  kiln::testing::TestProgram p;
+  p.run(
+      "(datatype E (Leaf i64))\n"
+      "(function h (E) i64 :no-merge)\n"
+      "(set (h (Leaf 1)) 1)\n"
+      "(set (h (Leaf 2)) 2)\n");
+  CHECK_THROWS_AS(p.run("(union (Leaf 1) (Leaf 2))\n"), UserError);
 }
 
 TEST_CASE("rebuild: merge functions combine rows whose keys became equal", "[engine]") {

@@ -2,15 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "dsl/session.hpp"
 #include "engine/builtins.hpp"
 #include "engine/egraph.hpp"
 #include "engine/query_plan.hpp"
 #include "engine/runner.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln;
 using engine::RunReport;
@@ -19,23 +18,33 @@ using engine::StopReason;
 
 namespace {
 
-struct Program {
-  std::ostringstream out;
-  dsl::Session s{out};
-  std::size_t seen = 0;  // iterations already reported
+// A program that hands out the iterations of its runs a batch at a time.
+class TrackedProgram : public kiln::testing::TestProgram {
+ public:
+  TrackedProgram() = default;
+  // Every run of the program obeys `limits`.
+  explicit TrackedProgram(const engine::RunLimits& limits) { session().set_limits(limits); }
 
-  void run(const std::string& text) { s.run_text("t.egg", text); }
-  std::size_t rows(const std::string& function) {
-    return s.egraph().table(*s.egraph().find_function(function)).size();
-  }
+  const RunReport& report() { return session().total_report(); }
   // Iterations since the last call.
   std::vector<engine::IterationReport> new_iterations() {
-    const auto& all = s.total_report().iterations;
-    std::vector<engine::IterationReport> out_its(all.begin() + static_cast<std::ptrdiff_t>(seen), all.end());
-    seen = all.size();
-    return out_its;
+    const auto& all = report().iterations;
+    std::vector<engine::IterationReport> fresh(all.begin() + static_cast<std::ptrdiff_t>(seen_),
+                                               all.end());
+    seen_ = all.size();
+    return fresh;
   }
+
+ private:
+  std::size_t seen_ = 0;  // iterations already handed out
 };
+
+// Facts (R 0) (R 1) ... (R n-1).
+std::string numbered_facts(int n) {
+  std::string facts;
+  for (int i = 0; i < n; ++i) facts += "(R " + std::to_string(i) + ")";
+  return facts;
+}
 
 const char* kCounter =
     "(relation R (i64))\n"
@@ -82,7 +91,7 @@ struct Copies {
 }  // namespace
 
 TEST_CASE("schedule: run N stops early once an iteration changes nothing", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run("(relation R (i64))\n(rule ((R x) (< x 3)) ((R (+ x 1))))\n(R 0)\n(run 100)\n");
   CHECK(p.rows("R") == 4);
   auto its = p.new_iterations();
@@ -95,17 +104,17 @@ TEST_CASE("schedule: run N stops early once an iteration changes nothing", "[dsl
 }
 
 TEST_CASE("schedule: run N runs exactly N iterations while rules keep changing things", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run(kCounter);
   p.run("(run 5)");
   CHECK(p.rows("R") == 6);
   CHECK(p.new_iterations().size() == 5);
-  CHECK(p.s.total_report().stop == StopReason::ScheduleDone);
-  CHECK(p.s.total_report().rules.at("count").matches == 5);
+  CHECK(p.report().stop == StopReason::ScheduleDone);
+  CHECK(p.report().rules.at("count").matches == 5);
 }
 
 TEST_CASE("schedule: run 0 and repeat 0 run nothing", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run(kCounter);
   p.run("(run 0)\n(run-schedule (repeat 0 (run)))");
   CHECK(p.rows("R") == 1);
@@ -113,7 +122,7 @@ TEST_CASE("schedule: run 0 and repeat 0 run nothing", "[dsl]") {
 }
 
 TEST_CASE("schedule: all rules of an iteration search the same database (staged writes)", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run(
       "(relation A (i64)) (relation B (i64)) (relation C (i64))\n"
       "(rule ((A x)) ((B x)))\n"
@@ -133,10 +142,10 @@ TEST_CASE("schedule: seq runs its children in order", "[dsl]") {
       "(rule ((A x)) ((B x)) :ruleset ab)\n"
       "(rule ((B x)) ((C x)) :ruleset bc)\n"
       "(A 1)\n";
-  Program forward;
+  TrackedProgram forward;
   forward.run(prelude + "(run-schedule (seq (run ab) (run bc)))");
   CHECK(forward.rows("C") == 1);
-  Program backward;
+  TrackedProgram backward;
   backward.run(prelude + "(run-schedule (seq (run bc) (run ab)))");
   CHECK(backward.rows("B") == 1);
   CHECK(backward.rows("C") == 0);
@@ -147,7 +156,7 @@ TEST_CASE("schedule: seq runs its children in order", "[dsl]") {
 }
 
 TEST_CASE("schedule: run without a ruleset runs only the default ruleset", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run(
       "(relation A (i64)) (relation B (i64))\n"
       "(ruleset other)\n"
@@ -160,7 +169,7 @@ TEST_CASE("schedule: run without a ruleset runs only the default ruleset", "[dsl
 }
 
 TEST_CASE("schedule: saturate runs until nothing changes", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run(
       "(relation edge (i64 i64)) (relation path (i64 i64))\n"
       "(rule ((edge x y)) ((path x y)))\n"
@@ -175,15 +184,15 @@ TEST_CASE("schedule: saturate runs until nothing changes", "[dsl]") {
 }
 
 TEST_CASE("schedule: a saturate schedule reports Saturated", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run("(relation R (i64))\n(rule ((R x) (< x 3)) ((R (+ x 1))))\n(R 0)\n"
         "(run-schedule (saturate (run)))\n");
   CHECK(p.rows("R") == 4);
-  CHECK(p.s.total_report().stop == StopReason::Saturated);
+  CHECK(p.report().stop == StopReason::Saturated);
 }
 
 TEST_CASE("schedule: :until stops before the iteration in which its facts already hold", "[dsl]") {
-  Program p;
+  TrackedProgram p;
   p.run(kCounter);
   p.run("(run 100 :until (R 10))");
   CHECK(p.rows("R") == 11);
@@ -245,62 +254,56 @@ TEST_CASE("schedule: the engine's :until query is checked before each iteration"
 }
 
 TEST_CASE("limits: an iteration limit stops a run that would go on forever", "[dsl]") {
-  Program p;
   engine::RunLimits limits;
   limits.max_iterations = 7;
-  p.s.set_limits(limits);
+  TrackedProgram p(limits);
   p.run(kCounter);
   p.run("(run 1000)");
-  CHECK(p.s.total_report().stop == StopReason::IterationLimit);
+  CHECK(p.report().stop == StopReason::IterationLimit);
   CHECK(p.new_iterations().size() == 7);
   CHECK(p.rows("R") == 8);
   // The limit is per run command.
   p.run("(run 3)");
-  CHECK(p.s.total_report().stop == StopReason::ScheduleDone);
+  CHECK(p.report().stop == StopReason::ScheduleDone);
   CHECK(p.rows("R") == 11);
 }
 
 TEST_CASE("limits: a node limit stops the run after the iteration that crossed it", "[dsl]") {
-  Program p;
   engine::RunLimits limits;
   limits.max_rows = 20;
-  p.s.set_limits(limits);
+  TrackedProgram p(limits);
   p.run(kCounter);
   p.run("(run 1000)");
-  CHECK(p.s.total_report().stop == StopReason::NodeLimit);
-  CHECK(p.s.egraph().total_rows() > 20);
-  CHECK(p.s.egraph().total_rows() <= 21);  // one row per iteration: at most one past the limit
+  CHECK(p.report().stop == StopReason::NodeLimit);
+  CHECK(p.egraph().total_rows() > 20);
+  CHECK(p.egraph().total_rows() <= 21);  // one row per iteration: at most one past the limit
   auto its = p.new_iterations();
   REQUIRE(its.size() >= 2);
   CHECK(its[its.size() - 2].rows_after <= 20);
 }
 
 TEST_CASE("limits: a time limit stops an endless run", "[dsl]") {
-  Program p;
   engine::RunLimits limits;
   limits.max_seconds = 0.05;
-  p.s.set_limits(limits);
+  TrackedProgram p(limits);
   p.run(kCounter);
   auto start = std::chrono::steady_clock::now();
   p.run("(run 100000000)");
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(p.s.total_report().stop == StopReason::TimeLimit);
+  CHECK(p.report().stop == StopReason::TimeLimit);
   CHECK(took < 5.0);
   CHECK(p.rows("R") > 1);
 }
 
 TEST_CASE("limits: a match limit bans a rule with back-off and the run still reaches the fixpoint", "[dsl]") {
-  Program p;
   engine::RunLimits limits;
   limits.match_limit = 10;
   limits.ban_length = 5;
-  p.s.set_limits(limits);
-  std::string facts;
-  for (int i = 0; i < 100; ++i) facts += "(R " + std::to_string(i) + ")";
+  TrackedProgram p(limits);
   p.run("(relation R (i64)) (relation S (i64))\n"
-        "(rule ((R x)) ((S x)) :name \"heavy\")\n" + facts + "\n(run 100)\n");
+        "(rule ((R x)) ((S x)) :name \"heavy\")\n" + numbered_facts(100) + "\n(run 100)\n");
   CHECK(p.rows("S") == 100);
-  const engine::RuleStats& heavy = p.s.total_report().rules.at("heavy");
+  const engine::RuleStats& heavy = p.report().rules.at("heavy");
   // Limits 10, 20, 40, 80 are exceeded; 160 is not.
   CHECK(heavy.times_banned == 4);
   CHECK(heavy.matches == 100);
@@ -312,17 +315,14 @@ TEST_CASE("limits: a match limit bans a rule with back-off and the run still rea
 }
 
 TEST_CASE("limits: a banned rule waits while other rules keep running", "[dsl]") {
-  Program p;
   engine::RunLimits limits;
   limits.match_limit = 10;
   limits.ban_length = 3;
-  p.s.set_limits(limits);
-  std::string facts;
-  for (int i = 0; i < 15; ++i) facts += "(R " + std::to_string(i) + ")";
+  TrackedProgram p(limits);
   p.run("(relation R (i64)) (relation S (i64)) (relation T (i64))\n"
         "(rule ((R x)) ((S x)) :name \"heavy\")\n"
         "(rule ((T x) (< x 5)) ((T (+ x 1))) :name \"light\")\n"
-        "(T 0)\n" + facts + "\n(run 1)\n");
+        "(T 0)\n" + numbered_facts(15) + "\n(run 1)\n");
   CHECK(p.rows("S") == 0);  // 15 matches > 10: banned
   CHECK(p.rows("T") == 2);
   p.run("(run 1)");
@@ -331,23 +331,20 @@ TEST_CASE("limits: a banned rule waits while other rules keep running", "[dsl]")
   p.run("(run 20)");
   CHECK(p.rows("S") == 15);
   CHECK(p.rows("T") == 6);
-  CHECK(p.s.total_report().rules.at("heavy").times_banned == 1);
-  CHECK(p.s.total_report().rules.at("light").times_banned == 0);
+  CHECK(p.report().rules.at("heavy").times_banned == 1);
+  CHECK(p.report().rules.at("light").times_banned == 0);
 }
 
 TEST_CASE("run report: the summary names the stop reason and the rules", "[engine]") {
-  Program p;
   engine::RunLimits limits;
   limits.max_iterations = 3;
-  p.s.set_limits(limits);
+  TrackedProgram p(limits);
   p.run(kCounter);
   p.run("(run 10)");
-  std::string summary = p.s.total_report().summary();
+  std::string summary = p.report().summary();
   CHECK(summary.find("iteration limit") != std::string::npos);
   CHECK(summary.find("count") != std::string::npos);
   CHECK(std::string(engine::to_string(StopReason::NodeLimit)) == "node limit");
   CHECK(std::string(engine::to_string(StopReason::Saturated)) == "saturated");
-  p.out.str("");
-  p.run("(print-stats)");
-  CHECK(p.out.str() == summary);
+  CHECK(p.print("(print-stats)") == summary);
 }

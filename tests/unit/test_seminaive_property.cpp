@@ -10,14 +10,14 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "dsl/session.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln;
+using kiln::testing::TestProgram;
 
 namespace {
 
@@ -42,7 +42,8 @@ struct Rule {
   std::vector<Atom> head;
 };
 
-struct Program {
+// A random datalog program over relations r0, r1, ... of i64 columns.
+struct Datalog {
   std::vector<int> arity;
   std::vector<std::pair<int, Tuple>> facts;
   std::vector<Rule> rules;
@@ -75,8 +76,8 @@ std::string fact_text(int relation, const Tuple& t) {
   return out + ")\n";
 }
 
-Program random_program(std::mt19937& rng) {
-  Program p;
+Datalog random_program(std::mt19937& rng) {
+  Datalog p;
   const int relations = 3 + static_cast<int>(rng() % 2);
   for (int r = 0; r < relations; ++r) p.arity.push_back(rng() % 4 == 0 ? 3 : 1 + static_cast<int>(rng() % 2));
   const std::int64_t domain = 5;
@@ -169,7 +170,7 @@ void fire(const Rule& rule, const Database& db, Database& out) {
 }
 
 // The naive fixpoint: every rule over the whole database until nothing is added.
-Database naive_fixpoint(const Program& p) {
+Database naive_fixpoint(const Datalog& p) {
   Database db(p.arity.size());
   for (const auto& [r, t] : p.facts) db[r].insert(t);
   while (true) {
@@ -180,12 +181,10 @@ Database naive_fixpoint(const Program& p) {
   }
 }
 
-Database read_back(const dsl::Session& s, const Program& p) {
+Database read_back(TestProgram& s, const Datalog& p) {
   Database db(p.arity.size());
   for (std::size_t r = 0; r < p.arity.size(); ++r) {
-    auto f = s.egraph().find_function("r" + std::to_string(r));
-    REQUIRE(f);
-    const engine::Table& t = s.egraph().table(*f);
+    const engine::Table& t = s.egraph().table(s.function("r" + std::to_string(r)));
     for (engine::RowId row = 0; row < t.end(); ++row) {
       if (!t.alive(row)) continue;
       Tuple tuple;
@@ -196,7 +195,7 @@ Database read_back(const dsl::Session& s, const Program& p) {
   return db;
 }
 
-std::string declarations(const Program& p) {
+std::string declarations(const Datalog& p) {
   std::string out;
   for (std::size_t r = 0; r < p.arity.size(); ++r) {
     out += "(relation r" + std::to_string(r) + " (";
@@ -212,7 +211,7 @@ TEST_CASE("semi-naive: random datalog programs reach the naive fixpoint", "[engi
   std::mt19937 rng(20240611);
   std::size_t derived = 0;
   for (int seed = 0; seed < 80; ++seed) {
-    Program p = random_program(rng);
+    Datalog p = random_program(rng);
     Database expected = naive_fixpoint(p);
     std::string all_rules;
     for (const Rule& r : p.rules) all_rules += rule_text(r);
@@ -222,17 +221,15 @@ TEST_CASE("semi-naive: random datalog programs reach the naive fixpoint", "[engi
 
     // One shot: facts, rules, saturate.
     {
-      std::ostringstream out;
-      dsl::Session s(out);
-      s.run_text("p.egg", declarations(p) + all_facts + all_rules + "(run-schedule (saturate (run)))\n");
+      TestProgram s;
+      s.run(declarations(p) + all_facts + all_rules + "(run-schedule (saturate (run)))\n");
       REQUIRE(read_back(s, p) == expected);
     }
     // Interleaved: facts and rules arrive between single iterations, so rules added late
     // must still see old rows and old rules must see rows added between runs.
     {
-      std::ostringstream out;
-      dsl::Session s(out);
-      s.run_text("p.egg", declarations(p));
+      TestProgram s;
+      s.run(declarations(p));
       std::size_t third = p.facts.size() / 3;
       std::size_t half_rules = p.rules.size() / 2;
       std::string text;
@@ -247,7 +244,7 @@ TEST_CASE("semi-naive: random datalog programs reach the naive fixpoint", "[engi
         text += fact_text(p.facts[i].first, p.facts[i].second);
       }
       text += "(run 1000)\n";
-      s.run_text("p.egg", text);
+      s.run(text);
       REQUIRE(read_back(s, p) == expected);
     }
     std::size_t facts = 0, total = 0;
@@ -283,9 +280,8 @@ TEST_CASE("semi-naive: shortest paths with a :merge min function match Bellman-F
     }
     text += "(run 1000)\n";
     INFO("seed " << seed << "\n" << text);
-    std::ostringstream out;
-    dsl::Session s(out);
-    s.run_text("sp.egg", text);
+    TestProgram s;
+    s.run(text);
 
     // Shortest non-empty paths by relaxation to a fixpoint.
     std::map<std::pair<int, int>, int> dist;
@@ -307,9 +303,7 @@ TEST_CASE("semi-naive: shortest paths with a :merge min function match Bellman-F
         }
       }
     }
-    auto f = s.egraph().find_function("dist");
-    REQUIRE(f);
-    const engine::Table& t = s.egraph().table(*f);
+    const engine::Table& t = s.egraph().table(s.function("dist"));
     std::map<std::pair<int, int>, int> got;
     for (engine::RowId r = 0; r < t.end(); ++r) {
       if (!t.alive(r)) continue;
@@ -366,14 +360,12 @@ struct Saturated {
   std::vector<std::vector<bool>> equal;       // probe i == probe j
 };
 
-Saturated observe(dsl::Session& s, const std::vector<std::string>& probes) {
+Saturated observe(TestProgram& s, const std::vector<std::string>& probes) {
   Saturated out;
-  for (const char* f : {"Num", "Var", "Neg", "Add", "Mul"}) {
-    out.sizes[f] = s.egraph().table(*s.egraph().find_function(f)).size();
-  }
+  for (const char* f : {"Num", "Var", "Neg", "Add", "Mul"}) out.sizes[f] = s.rows(f);
   std::vector<engine::Value> classes;
   for (std::size_t i = 0; i < probes.size(); ++i) {
-    classes.push_back(s.egraph().find(s.global("p" + std::to_string(i))->value));
+    classes.push_back(s.egraph().find(s.global("p" + std::to_string(i)).value));
   }
   for (engine::Value x : classes) {
     std::vector<bool> row;
@@ -405,27 +397,25 @@ TEST_CASE("semi-naive: equality saturation agrees with naive re-evaluation of ev
     limits.max_iterations = 200;
     limits.max_rows = 50000;
 
-    std::ostringstream out_a;
-    dsl::Session semi(out_a);
-    semi.set_limits(limits);
+    TestProgram semi;
+    semi.session().set_limits(limits);
     std::string rules;
     for (const char* r : kArithRules) rules += std::string(r) + ")\n";
-    semi.run_text("semi.egg", decl + facts + rules + "(run-schedule (saturate (run)))\n");
-    REQUIRE(semi.total_report().stop != engine::StopReason::IterationLimit);
-    REQUIRE(semi.total_report().stop != engine::StopReason::NodeLimit);
+    semi.run(decl + facts + rules + "(run-schedule (saturate (run)))\n");
+    REQUIRE(semi.session().total_report().stop != engine::StopReason::IterationLimit);
+    REQUIRE(semi.session().total_report().stop != engine::StopReason::NodeLimit);
 
-    std::ostringstream out_b;
-    dsl::Session naive(out_b);
-    naive.set_limits(limits);
-    naive.run_text("naive.egg", decl + facts);
+    TestProgram naive;
+    naive.session().set_limits(limits);
+    naive.run(decl + facts);
     for (int it = 0;; ++it) {
       REQUIRE(it < 200);
       std::string name = "n" + std::to_string(it);
       std::string text = "(ruleset " + name + ")\n";
       for (const char* r : kArithRules) text += std::string(r) + " :ruleset " + name + ")\n";
       text += "(run " + name + " 1)\n";
-      naive.run_text("naive.egg", text);
-      if (!naive.total_report().iterations.back().changed) break;
+      naive.run(text);
+      if (!naive.session().total_report().iterations.back().changed) break;
     }
 
     Saturated a = observe(semi, subterms);
@@ -442,28 +432,17 @@ TEST_CASE("semi-naive: equality saturation agrees with naive re-evaluation of ev
 TEST_CASE("semi-naive: a rule that mentions a global matches after the global's e-class merges", "[engine][dsl]") {
   // F(Num 3) is older than the global, so after the union its class is the root and the F row
   // stays as it was. Only the global's meaning changed; a naive evaluation would now match.
-  std::ostringstream out;
-  dsl::Session s(out);
-  s.run_text("g.egg",
-             "(datatype E (Num i64) (F E))\n"
-             "(relation hit (E))\n"
-             "(F (Num 3))\n"
-             "(let g (Num 5))\n"
-             "(rule ((= g (F x))) ((hit x)))\n"
-             "(run 1)\n");
-  REQUIRE(s.egraph().table(*s.egraph().find_function("hit")).size() == 0);
-  s.run_text("g.egg", "(union g (F (Num 3)))\n(run 3)\n");
-  CHECK(s.egraph().table(*s.egraph().find_function("hit")).size() == 1);
+  const std::string prelude =
+      "(datatype E (Num i64) (F E))\n(relation hit (E))\n(F (Num 3))\n(let g (Num 5))\n";
+  const std::string rule = "(rule ((= g (F x))) ((hit x)))\n";
+  const std::string merge = "(union g (F (Num 3)))\n";
+  TestProgram p;
+  p.run(prelude + rule + "(run 1)\n");
+  REQUIRE(p.rows("hit") == 0);
+  p.run(merge + "(run 3)\n");
+  CHECK(p.rows("hit") == 1);
   // The same program with the rule declared after the union (so it searches everything) does match.
-  std::ostringstream out2;
-  dsl::Session fresh(out2);
-  fresh.run_text("g.egg",
-                 "(datatype E (Num i64) (F E))\n"
-                 "(relation hit (E))\n"
-                 "(F (Num 3))\n"
-                 "(let g (Num 5))\n"
-                 "(union g (F (Num 3)))\n"
-                 "(rule ((= g (F x))) ((hit x)))\n"
-                 "(run 3)\n");
-  CHECK(fresh.egraph().table(*fresh.egraph().find_function("hit")).size() == 1);
+  TestProgram fresh;
+  fresh.run(prelude + merge + rule + "(run 3)\n");
+  CHECK(fresh.rows("hit") == 1);
 }

@@ -2,51 +2,23 @@
 // location, and rules are checked when they are declared.
 #include <catch2/catch.hpp>
 
-#include <sstream>
 #include <string>
 
-#include "dsl/session.hpp"
 #include "support/diagnostic.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln;
 using support::UserError;
-
-namespace {
-
-struct Program {
-  std::ostringstream out;
-  dsl::Session s{out};
-
-  void run(const std::string& text) { s.run_text("t.egg", text); }
-  std::string print(const std::string& command) {
-    out.str("");
-    run(command);
-    return out.str();
-  }
-  std::size_t rows(const std::string& function) {
-    return s.egraph().table(*s.egraph().find_function(function)).size();
-  }
-  // The message of the error `text` raises (empty if it raises none).
-  std::string error(const std::string& text) {
-    try {
-      run(text);
-    } catch (const UserError& e) {
-      return e.what();
-    }
-    return "";
-  }
-};
-
-}  // namespace
+using kiln::testing::TestProgram;
 
 TEST_CASE("session: a syntax error anywhere in the text runs nothing", "[dsl]") {
-  Program p;
+  TestProgram p;
   CHECK_THROWS_AS(p.run("(relation R (i64))\n(R 1)\n(R"), UserError);
-  CHECK_FALSE(p.s.egraph().find_function("R").has_value());
+  CHECK_FALSE(p.egraph().find_function("R").has_value());
 }
 
 TEST_CASE("session: a failing command stops the program and keeps earlier effects", "[dsl]") {
-  Program p;
+  TestProgram p;
   std::string message = p.error("(relation R (i64))\n(R 1)\n(check (R 2))\n(R 3)\n");
   CHECK(message.find("t.egg:3:1") != std::string::npos);
   CHECK(message.find("check failed") != std::string::npos);
@@ -54,7 +26,7 @@ TEST_CASE("session: a failing command stops the program and keeps earlier effect
 }
 
 TEST_CASE("session: a rule whose action uses an unbound variable is rejected when declared", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(R 1)\n");
   std::string message = p.error("(rule ((R x)) ((R y)))");
   CHECK(message.find("'y'") != std::string::npos);
@@ -64,7 +36,7 @@ TEST_CASE("session: a rule whose action uses an unbound variable is rejected whe
 }
 
 TEST_CASE("session: an ungrounded query variable is rejected", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n");
   // z only feeds a primitive, so nothing in the database binds it.
   std::string message = p.error("(rule ((R x) (R (+ z 1))) ((R x)))");
@@ -73,7 +45,7 @@ TEST_CASE("session: an ungrounded query variable is rejected", "[dsl]") {
 }
 
 TEST_CASE("session: type and arity mistakes are user errors", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(datatype E (Num i64))\n");
   CHECK_THROWS_AS(p.run("(R \"a\")"), UserError);
   CHECK_THROWS_AS(p.run("(R 1 2)"), UserError);
@@ -85,7 +57,7 @@ TEST_CASE("session: type and arity mistakes are user errors", "[dsl]") {
 }
 
 TEST_CASE("session: fail expects a run-time failure of its command", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(R 1)\n");
   CHECK_NOTHROW(p.run("(fail (check (R 2)))"));
   CHECK_THROWS_AS(p.run("(fail (check (R 1)))"), UserError);
@@ -94,39 +66,35 @@ TEST_CASE("session: fail expects a run-time failure of its command", "[dsl]") {
 }
 
 TEST_CASE("session: push and pop restore tables, rules and globals", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(relation S (i64))\n(R 1)\n(push)\n"
         "(R 2)\n(rule ((R x)) ((S x)))\n(let g 5)\n(run 1)\n");
   CHECK(p.rows("R") == 2);
   CHECK(p.rows("S") == 2);
-  CHECK(p.s.global("g") != nullptr);
+  CHECK(p.session().global("g") != nullptr);
   p.run("(pop)");
   CHECK(p.rows("R") == 1);
   CHECK(p.rows("S") == 0);
-  CHECK(p.s.global("g") == nullptr);
+  CHECK(p.session().global("g") == nullptr);
   p.run("(run 3)");  // the rule was popped too
   CHECK(p.rows("S") == 0);
   CHECK_THROWS_AS(p.run("(pop)"), UserError);
 }
 
 TEST_CASE("session: globals hold a value and a sort, and are constants in rules", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(datatype E (Num i64) (Neg E))\n(let a (Num 1))\n(let n 41)\n"
         "(relation hit (i64))\n(rule ((= a (Num k))) ((hit (+ k n))))\n(run 1)\n");
-  const dsl::Global* a = p.s.global("a");
-  REQUIRE(a != nullptr);
-  CHECK(a->sort == *p.s.egraph().find_sort("E"));
-  const dsl::Global* n = p.s.global("n");
-  REQUIRE(n != nullptr);
-  CHECK(n->sort == p.s.builtins().i64);
-  CHECK(engine::I64Sort::get(n->value) == 41);
-  CHECK(p.s.global("nope") == nullptr);
+  CHECK(p.global("a").sort == *p.egraph().find_sort("E"));
+  CHECK(p.global("n").sort == p.session().builtins().i64);
+  CHECK(engine::I64Sort::get(p.global("n").value) == 41);
+  CHECK(p.session().global("nope") == nullptr);
   CHECK_NOTHROW(p.run("(check (hit 42))"));
   CHECK(p.rows("hit") == 1);
 }
 
 TEST_CASE("session: print-function and print-size write egglog's text", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64 String))\n(function f (i64) i64 :no-merge)\n"
         "(R 2 \"b\")\n(R 1 \"a\")\n(set (f 3) 9)\n");
   CHECK(p.print("(print-function R)") == "(\n   (R 2 \"b\") -> (R 2 \"b\")\n   (R 1 \"a\") -> (R 1 \"a\")\n)\n");
@@ -137,16 +105,16 @@ TEST_CASE("session: print-function and print-size write egglog's text", "[dsl]")
 }
 
 TEST_CASE("session: the total report adds up matches of named rules over runs", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(relation S (i64))\n(rule ((R x)) ((S x)) :name \"copy\")\n"
         "(R 1) (R 2)\n(run 2)\n(R 3)\n(run 2)\n");
-  CHECK(p.s.total_report().rules.at("copy").matches == 3);
-  CHECK(p.s.total_report().iterations.size() == 4);
+  CHECK(p.session().total_report().rules.at("copy").matches == 3);
+  CHECK(p.session().total_report().iterations.size() == 4);
   CHECK(p.rows("S") == 3);
 }
 
 TEST_CASE("session: a named rule's name must be unique", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(rule ((R x)) ((R x)) :name \"same\")\n");
   CHECK_THROWS_AS(p.run("(rule ((R y)) ((R y)) :name \"same\")"), UserError);
 }

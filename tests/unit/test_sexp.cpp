@@ -244,60 +244,72 @@ TEST_CASE("reader: skips whitespace and comments [dsl]") {
             .size() == 1);
 }
 
-TEST_CASE("reader: reports an unclosed list where it opened [dsl]") {
-  CHECK(read_error("(a (b c)") ==
-        "test.egg:1:1: error: unclosed '('\n"
-        "  (a (b c)\n"
-        "  ^");
-  CHECK(read_error("(ok)\n  (x\n  (y z") ==
-        "test.egg:3:3: error: unclosed '('\n"
-        "    (y z\n"
-        "    ^");
-}
-
-TEST_CASE("reader: reports a stray ')' where it is [dsl]") {
-  CHECK(read_error("(a) )") ==
-        "test.egg:1:5: error: unexpected ')'\n"
-        "  (a) )\n"
-        "      ^");
-  CHECK(read_error("\n)") ==
-        "test.egg:2:1: error: unexpected ')'\n"
-        "  )\n"
-        "  ^");
-}
-
-TEST_CASE("reader: reports an unterminated string where it started [dsl]") {
-  CHECK(read_error("(a \"abc\n def") ==
-        "test.egg:1:4: error: unterminated string\n"
-        "  (a \"abc\n"
-        "     ^");
-  // A backslash at the very end is still an unterminated string, not a bad escape.
-  CHECK(read_error("\"abc\\") ==
-        "test.egg:1:1: error: unterminated string\n"
-        "  \"abc\\\n"
-        "  ^");
-}
-
-TEST_CASE("reader: reports an invalid escape where it is [dsl]") {
-  CHECK(read_error("(a \"ab\\qc\")") ==
-        "test.egg:1:7: error: invalid escape in string (egglog accepts \\\", \\\\, \\n and \\t)\n"
-        "  (a \"ab\\qc\")\n"
-        "        ^~");
-  for (const char* text :
-       {"\"\\r\"", "\"\\0\"", "\"\\x41\"", "\"\\u{41}\"", "\"\\'\"", "\"\\\n\""}) {
-    INFO(text);
-    CHECK(read_error(text).find("error: invalid escape") != std::string::npos);
+TEST_CASE("reader: reports a syntax error where it is, with the source line and a caret [dsl]") {
+  struct Case {
+    const char* text;
+    const char* diagnostic;
+  };
+  for (Case c : {
+           // An unclosed list is reported where it opened.
+           Case{"(a (b c)",
+                "test.egg:1:1: error: unclosed '('\n"
+                "  (a (b c)\n"
+                "  ^"},
+           Case{"(ok)\n  (x\n  (y z",
+                "test.egg:3:3: error: unclosed '('\n"
+                "    (y z\n"
+                "    ^"},
+           // A stray ')', a bad escape and a byte that is not UTF-8 are reported where they are.
+           Case{"(a) )",
+                "test.egg:1:5: error: unexpected ')'\n"
+                "  (a) )\n"
+                "      ^"},
+           Case{"\n)",
+                "test.egg:2:1: error: unexpected ')'\n"
+                "  )\n"
+                "  ^"},
+           // An unterminated string is reported where it started; a backslash at the very end
+           // is still an unterminated string, not a bad escape.
+           Case{"(a \"abc\n def",
+                "test.egg:1:4: error: unterminated string\n"
+                "  (a \"abc\n"
+                "     ^"},
+           Case{"\"abc\\",
+                "test.egg:1:1: error: unterminated string\n"
+                "  \"abc\\\n"
+                "  ^"},
+           Case{"(a \"ab\\qc\")",
+                "test.egg:1:7: error: invalid escape in string "
+                "(egglog accepts \\\", \\\\, \\n and \\t)\n"
+                "  (a \"ab\\qc\")\n"
+                "        ^~"},
+           Case{"(a \xff)",
+                "test.egg:1:4: error: invalid UTF-8 byte\n"
+                "  (a \xff)\n"
+                "     ^"},
+       }) {
+    INFO(c.text);
+    CHECK(read_error(c.text) == c.diagnostic);
   }
 }
 
-TEST_CASE("reader: rejects bytes that are not UTF-8 [dsl]") {
-  CHECK(read_error("(a \xff)") ==
-        "test.egg:1:4: error: invalid UTF-8 byte\n"
-        "  (a \xff)\n"
-        "     ^");
-  // Overlong encodings and surrogates are not UTF-8 either.
-  CHECK(read_error("\xc0\xaf").find("1:1: error: invalid UTF-8 byte") != std::string::npos);
-  CHECK(read_error("x\xed\xa0\x80").find("1:2: error: invalid UTF-8 byte") != std::string::npos);
+TEST_CASE("reader: rejects escapes egglog does not accept and bytes that are not UTF-8 [dsl]") {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  for (Case c : {Case{"\"\\r\"", "error: invalid escape"},
+                 Case{"\"\\0\"", "error: invalid escape"},
+                 Case{"\"\\x41\"", "error: invalid escape"},
+                 Case{"\"\\u{41}\"", "error: invalid escape"},
+                 Case{"\"\\'\"", "error: invalid escape"},
+                 Case{"\"\\\n\"", "error: invalid escape"},
+                 // Overlong encodings and surrogates are not UTF-8 either.
+                 Case{"\xc0\xaf", "1:1: error: invalid UTF-8 byte"},
+                 Case{"x\xed\xa0\x80", "1:2: error: invalid UTF-8 byte"}}) {
+    INFO(c.text);
+    CHECK(read_error(c.text).find(c.error) != std::string::npos);
+  }
 }
 
 TEST_CASE("reader: rejects nesting deeper than 1000 levels [dsl]") {

@@ -2,48 +2,19 @@
 // removes it outright.
 #include <catch2/catch.hpp>
 
-#include <sstream>
 #include <string>
 
-#include "dsl/session.hpp"
 #include "engine/builtins.hpp"
 #include "engine/egraph.hpp"
-#include "engine/extract.hpp"
 #include "support/diagnostic.hpp"
+#include "tests/unit/test_program.hpp"
 
 using namespace kiln;
+using kiln::testing::TestProgram;
 using support::UserError;
 
-namespace {
-
-struct Program {
-  std::ostringstream out;
-  dsl::Session s{out};
-
-  void run(const std::string& text) { s.run_text("t.egg", text); }
-  std::size_t rows(const std::string& function) {
-    return s.egraph().table(*s.egraph().find_function(function)).size();
-  }
-  // Runs a command and returns what it printed.
-  std::string print(const std::string& command) {
-    out.str("");
-    run(command);
-    return out.str();
-  }
-  bool holds(const std::string& facts) {
-    try {
-      run("(check " + facts + ")");
-      return true;
-    } catch (const UserError&) {
-      return false;
-    }
-  }
-};
-
-}  // namespace
-
 TEST_CASE("subsume: a subsumed row is not matched by rules but still counted", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype M (Num i64) (Neg M))\n"
       "(relation Hit (M))\n"
@@ -61,7 +32,7 @@ TEST_CASE("subsume: a subsumed row is not matched by rules but still counted", "
 }
 
 TEST_CASE("subsume: is sticky when the same row is written again", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(relation R (i64))\n"
       "(relation Copy (i64))\n"
@@ -75,14 +46,14 @@ TEST_CASE("subsume: is sticky when the same row is written again", "[dsl]") {
 }
 
 TEST_CASE("subsume: check still sees subsumed rows", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run("(relation R (i64))\n(R 1)\n(R 2)\n(subsume (R 2))\n");
   CHECK(p.holds("(R 2)"));
   CHECK_FALSE(p.holds("(R 3)"));
 }
 
 TEST_CASE("subsume: rewrite :subsume leaves the right-hand side as the only extractable term", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype M (Num i64) (Mul M M :cost 0))\n"
       "(rewrite (Mul a (Num 1)) a :subsume)\n"
@@ -95,17 +66,14 @@ TEST_CASE("subsume: rewrite :subsume leaves the right-hand side as the only extr
 }
 
 TEST_CASE("subsume: an e-class whose only e-node is subsumed cannot be extracted", "[engine]") {
-  Program p;
+  TestProgram p;
   p.run("(datatype M (Num i64))\n(let a (Num 1))\n(subsume (Num 1))\n");
   CHECK_THROWS_AS(p.run("(extract a)"), UserError);
-  engine::TreeExtractor tree(p.s.egraph());
-  const dsl::Global* a = p.s.global("a");
-  REQUIRE(a != nullptr);
-  CHECK_FALSE(tree.cost(a->sort, a->value).has_value());
+  CHECK_FALSE(p.tree_cost("a").has_value());
 }
 
 TEST_CASE("delete: removes a function row from lookups, matching and counts", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(function f (i64) i64 :no-merge)\n"
       "(relation seen (i64 i64))\n"
@@ -127,7 +95,7 @@ TEST_CASE("delete: removes a function row from lookups, matching and counts", "[
 }
 
 TEST_CASE("delete: a rule can delete the rows it matched", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(relation R (i64))\n"
       "(R 1) (R 2) (R 3) (R 4) (R 5)\n"
@@ -139,7 +107,7 @@ TEST_CASE("delete: a rule can delete the rows it matched", "[dsl]") {
 }
 
 TEST_CASE("delete: of a constructor row drops that e-node only", "[dsl]") {
-  Program p;
+  TestProgram p;
   p.run(
       "(datatype M (Num i64) (Add M M))\n"
       "(let e (Add (Num 1) (Num 2)))\n"

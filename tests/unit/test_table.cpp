@@ -229,26 +229,22 @@ TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and i
 }
 
 TEST_CASE("table: compaction waits until dead rows are many and outnumber live ones", "[engine]") {
-  SECTION("few dead rows") {
+  struct Case {
+    Value rows;
+    RowId dead;  // the first rows are killed
+  };
+  // Few dead rows; many dead rows but more live ones.
+  for (Case c : {Case{100, 90}, Case{5000, 2000}}) {
+    INFO(c.rows << " rows, " << c.dead << " dead");
     Table t(1);
-    for (Value i = 0; i < 100; ++i) {
+    for (Value i = 0; i < c.rows; ++i) {
       Value k[] = {i};
       t.append(k, 0, 1, false);
     }
-    for (RowId r = 0; r < 90; ++r) t.kill(r);
+    for (RowId r = 0; r < c.dead; ++r) t.kill(r);
     t.compact_if_sparse();
-    CHECK(t.end() == 100);
-  }
-  SECTION("many dead rows but more live ones") {
-    Table t(1);
-    for (Value i = 0; i < 5000; ++i) {
-      Value k[] = {i};
-      t.append(k, 0, 1, false);
-    }
-    for (RowId r = 0; r < 2000; ++r) t.kill(r);
-    t.compact_if_sparse();
-    CHECK(t.end() == 5000);
-    CHECK(t.size() == 3000);
+    CHECK(t.end() == c.rows);
+    CHECK(t.size() == c.rows - c.dead);
   }
 }
 
