@@ -1,5 +1,7 @@
 #include "engine/column_index.hpp"
 
+#include <algorithm>
+
 #include "support/hash.hpp"
 
 namespace kiln::engine {
@@ -19,21 +21,26 @@ ColumnIndex::ColumnIndex(ColumnMask mask, std::uint32_t width) : mask_(mask) {
     if (mask & (1u << c)) columns_.push_back(c);
   }
   slots_.assign(16, Slot{});
+  slots_capacity_ = slots_.size();
 }
 
 void ColumnIndex::clear(std::size_t row_capacity) {
   std::size_t slots = 16;
   while (slots < row_capacity) slots *= 2;
   slots_.assign(slots, Slot{});
+  slots_capacity_ = slots_.size();
   links_.clear();
   entries_ = 0;
   occupied_ = 0;
+  synced_ = 0;
 }
 
-void ColumnIndex::grow() {
-  slots_.assign(slots_.size() * 2, Slot{});
+// Lays out every chain again for the current number of slots (after growth).
+void ColumnIndex::relink_all(RowId end) {
+  std::fill(slots_.begin(), slots_.end(), Slot{});
+  slots_capacity_ = slots_.size();
   occupied_ = 0;
-  for (RowId r = 0; r < links_.size(); ++r) {
+  for (RowId r = 0; r < end; ++r) {
     if (links_[r].hash != 0) link(r);
   }
 }
@@ -66,9 +73,13 @@ void ColumnIndex::remove(RowId row) {
 
 void ColumnIndex::add(RowId row, std::uint64_t hash) {
   if (links_.size() <= row) links_.resize(row + 1);
-  if (++entries_ > slots_.size()) grow();  // before this row is linked, so it is linked once
+  if (++entries_ > slots_.size()) {
+    slots_.resize(slots_.size() * 2);
+    relink_all(row);  // before this row is linked, so it is linked once
+  }
   links_[row].hash = hash | kPresent;
   link(row);
+  synced_ = std::max(synced_, row + 1);
 }
 
 }  // namespace kiln::engine

@@ -37,6 +37,38 @@ class ColumnIndex {
   void remove(RowId row);
   void clear(std::size_t row_capacity);
 
+  // Rows below this are indexed (if alive); the table links newer rows in batches, just before
+  // a search needs them, so appends do not pay for indexes no query is using right now.
+  RowId synced() const { return synced_; }
+  // Links rows [synced(), end) for which alive(row) holds; hash_row(row) gives each row's hash.
+  template <class Alive, class HashRow>
+  void sync(RowId end, Alive&& alive, HashRow&& hash_row) {
+    RowId begin = synced_;
+    if (begin >= end) return;
+    if (links_.size() < end) links_.resize(end);
+    std::size_t added = 0;
+    for (RowId r = begin; r < end; ++r) {
+      if (!alive(r)) continue;
+      links_[r].hash = hash_row(r) | kPresent;
+      ++added;
+    }
+    entries_ += added;
+    while (entries_ > slots_.size()) slots_.resize(slots_.size() * 2);  // relinked below
+    if (slots_.size() != slots_capacity_) {
+      relink_all(end);
+    } else {
+      // Independent inserts: load each slot a few rows ahead so the misses overlap.
+      constexpr RowId kAhead = 8;
+      for (RowId r = begin; r < end; ++r) {
+        if (r + kAhead < end && links_[r + kAhead].hash != 0) {
+          __builtin_prefetch(&slots_[links_[r + kAhead].hash & (slots_.size() - 1)]);
+        }
+        if (links_[r].hash != 0) link(r);
+      }
+    }
+    synced_ = end;
+  }
+
   RowId first(std::uint64_t hash) const { return slots_[hash & (slots_.size() - 1)].head; }
   RowId next(RowId row) const { return links_[row].next; }
   // True if the row was indexed with this hash: a cheap filter before comparing columns.
@@ -55,8 +87,8 @@ class ColumnIndex {
     RowId head = kNoRow;
     RowId tail = kNoRow;
   };
-  void grow();
   void link(RowId row);
+  void relink_all(RowId end);
 
   ColumnMask mask_;
   std::vector<std::uint32_t> columns_;
@@ -64,6 +96,8 @@ class ColumnIndex {
   std::vector<Link> links_;  // per row
   std::size_t entries_ = 0;
   std::size_t occupied_ = 0;  // non-empty chains
+  std::size_t slots_capacity_ = 0;  // slots_.size() when the chains were last laid out
+  RowId synced_ = 0;
 };
 
 }  // namespace kiln::engine

@@ -48,9 +48,7 @@ RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed
   flags_.push_back(subsumed ? kSubsumed : 0);
   ++live_;
   primary_.insert(key_hash(keys), r, [&](RowId other) { return key_hash(row(other)); });
-  const Value* values = row(r);
-  for (auto& index : indexes_) index->add(r, index->hash_row(values));
-  return r;
+  return r;  // secondary indexes catch up in index()
 }
 
 void Table::kill(RowId r) {
@@ -58,7 +56,9 @@ void Table::kill(RowId r) {
   flags_[r] |= kDead;
   --live_;
   primary_.erase(key_hash(row(r)), r);
-  for (auto& index : indexes_) index->remove(r);
+  for (auto& index : indexes_) {
+    if (r < index->synced()) index->remove(r);
+  }
 }
 
 RowId Table::first_row_at_or_after(Timestamp ts) const {
@@ -67,16 +67,19 @@ RowId Table::first_row_at_or_after(Timestamp ts) const {
 }
 
 const ColumnIndex& Table::index(ColumnMask mask) {
+  ColumnIndex* index;
   auto found = index_by_mask_.find(mask);
-  if (found != index_by_mask_.end()) return *found->second;
-  auto index = std::make_unique<ColumnIndex>(mask, width());
-  index->clear(live_);
-  for (RowId r = 0; r < end(); ++r) {
-    if (alive(r)) index->add(r, index->hash_row(row(r)));
+  if (found != index_by_mask_.end()) {
+    index = found->second;
+  } else {
+    indexes_.push_back(std::make_unique<ColumnIndex>(mask, width()));
+    index = indexes_.back().get();
+    index->clear(live_);
+    index_by_mask_[mask] = index;
   }
-  indexes_.push_back(std::move(index));
-  index_by_mask_[mask] = indexes_.back().get();
-  return *indexes_.back();
+  index->sync(end(), [&](RowId r) { return alive(r); },
+              [&](RowId r) { return index->hash_row(row(r)); });
+  return *index;
 }
 
 void Table::compact_if_sparse() {
@@ -106,7 +109,8 @@ void Table::rebuild_indexes() {
   }
   for (auto& index : indexes_) {
     index->clear(live_);
-    for (RowId r = 0; r < end(); ++r) index->add(r, index->hash_row(row(r)));
+    index->sync(end(), [](RowId) { return true; },
+                [&](RowId r) { return index->hash_row(row(r)); });
   }
 }
 

@@ -56,13 +56,9 @@ class Table {
   // First row whose timestamp is >= ts (rows are in timestamp order).
   RowId first_row_at_or_after(Timestamp ts) const;
 
-  // The index on `mask`, built on first use and kept up to date by append() and kill().
+  // The index on `mask`, up to date: built on first use, then brought up to date here with the
+  // rows appended since (in one batch), while kill() unlinks rows at once.
   const ColumnIndex& index(ColumnMask mask);
-  // The index on `mask` if it already exists (for estimates that must not build one).
-  const ColumnIndex* existing_index(ColumnMask mask) const {
-    auto found = index_by_mask_.find(mask);
-    return found == index_by_mask_.end() ? nullptr : found->second;
-  }
 
   // Drops dead rows when they outnumber live ones. Row ids change: never call during a search.
   void compact_if_sparse();

@@ -29,7 +29,10 @@ std::map<RowId, int> chained_rows(const ColumnIndex& index, const std::vector<Va
 }
 
 // The live rows the index yields for `key`, filtering hash collisions as a reader does.
-std::set<RowId> index_lookup(const Table& t, const ColumnIndex& index, const std::vector<Value>& key) {
+// Looks up through the table's current index on the same columns: Table::index() brings an
+// index up to date with rows appended since it was last asked for.
+std::set<RowId> index_lookup(Table& t, const ColumnIndex& stale, const std::vector<Value>& key) {
+  const ColumnIndex& index = t.index(stale.mask());
   std::set<RowId> out;
   for (auto [r, count] : chained_rows(index, key, 4 * t.end() + 16)) {
     REQUIRE(count == 1);  // a row is chained once
