@@ -175,8 +175,13 @@ void Session::declare_datatype(const Sexp& c) {
   if (c.items.size() < 2) throw UserError("expected (datatype Name (Variant sorts...) ...)", c.span);
   check_new_name(c.items[1]);
   SortId sort = state_.egraph.add_sort(engine::Sort{c.items[1].text, true, nullptr});
-  for (std::size_t i = 2; i < c.items.size(); ++i) {
-    const Sexp& variant = c.items[i];
+  declare_variants(sort, c, 2);
+}
+
+// Each item of `list` from `first` on is a variant `(Name sorts... [:cost N] [:unextractable])`.
+void Session::declare_variants(SortId sort, const Sexp& list, std::size_t first) {
+  for (std::size_t i = first; i < list.items.size(); ++i) {
+    const Sexp& variant = list.items[i];
     if (!variant.is_list() || variant.items.empty()) {
       throw UserError("expected a variant (Name sorts... [:cost N])", variant.span);
     }
@@ -205,20 +210,7 @@ void Session::declare_datatypes(const Sexp& c) {
   }
   for (std::size_t i = 1; i < c.items.size(); ++i) {
     const Sexp& group = c.items[i];
-    SortId sort = *state_.egraph.find_sort(group.items[0].text);
-    for (std::size_t v = 1; v < group.items.size(); ++v) {
-      const Sexp& variant = group.items[v];
-      if (!variant.is_list() || variant.items.empty()) {
-        throw UserError("expected a variant (Name sorts... [:cost N])", variant.span);
-      }
-      check_new_name(variant.items[0]);
-      CommandParts parts = split_options(variant, {":cost"}, {":unextractable"});
-      std::vector<SortId> inputs;
-      for (const Sexp* s : parts.positional) inputs.push_back(lookup_sort(*s));
-      std::uint64_t cost = parts.has(":cost") ? expect_count(parts.value(":cost"), "a cost") : 1;
-      add_constructor(variant.items[0].text, inputs, sort, cost, parts.has(":unextractable"),
-                      variant.span);
-    }
+    declare_variants(*state_.egraph.find_sort(group.items[0].text), group, 1);
   }
 }
 

@@ -54,6 +54,7 @@ class Session {
   void declare_sort(const Sexp& c);
   void declare_datatype(const Sexp& c);
   void declare_datatypes(const Sexp& c);
+  void declare_variants(engine::SortId sort, const Sexp& list, std::size_t first);
   void declare_constructor(const Sexp& c);
   void declare_function(const Sexp& c, engine::FunctionKind kind);
   void declare_ruleset(const Sexp& c);
