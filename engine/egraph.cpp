@@ -1,6 +1,7 @@
 #include "engine/egraph.hpp"
 
 #include <algorithm>
+#include <exception>
 
 #include "support/diagnostic.hpp"
 
@@ -171,13 +172,21 @@ bool EGraph::rebuild_pass() {
       t.kill(stale[i]);
     }
     ++version_;
+    // Every row goes back even if one merge fails (a :no-merge conflict): the failing row
+    // yields to the row already there, the error is raised once the table is whole again.
+    std::exception_ptr failure;
     for (std::size_t i = 0; i < stale.size(); ++i) {
       Value* row = &saved[i * (width + 1)];
       for (std::uint32_t c = 0; c < width; ++c) {
         if (f.eq_columns[c]) row[c] = union_find_.find(row[c]);
       }
-      write_row(f, f.table.find(row), row, canonical(f.decl.output, row[width - 1]), row[width] != 0);
+      try {
+        write_row(f, f.table.find(row), row, canonical(f.decl.output, row[width - 1]), row[width] != 0);
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
     }
+    if (failure) std::rethrow_exception(failure);
   }
   return union_find_.unions() != unions_before;
 }
