@@ -15,7 +15,8 @@ struct Step {
   std::uint32_t atom = 0;
   RowFilter filter = RowFilter::Any;
   ColumnMask mask = 0;                                  // columns known before this step
-  std::vector<QueryTerm> key;                           // their terms, in column order
+  std::vector<std::uint32_t> key;  // those columns, in order (their terms are read from the
+                                  // query at run time: cached plans outlive constant values)
   std::vector<std::pair<std::uint32_t, std::uint32_t>> binds;   // (column, var) newly bound
   std::vector<std::pair<std::uint32_t, std::uint32_t>> checks;  // (column, var) repeated in atom
   std::vector<std::uint32_t> primitives;                // evaluable once this step has bound
@@ -156,7 +157,7 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
       const QueryTerm& t = atom.columns[c];
       if (term_bound(t, bound)) {
         step.mask |= 1u << c;
-        step.key.push_back(t);
+        step.key.push_back(c);
       } else if (!bound_here[t.var]) {
         bound_here[t.var] = true;
         step.binds.emplace_back(c, t.var);
@@ -252,7 +253,8 @@ class Executor {
       return true;
     }
     Value key[kMaxColumns];
-    for (std::size_t k = 0; k < step.key.size(); ++k) key[k] = value_of(step.key[k]);
+    const QueryAtom& atom = query_.atoms[step.atom];
+    for (std::size_t k = 0; k < step.key.size(); ++k) key[k] = value_of(atom.columns[step.key[k]]);
     if (unique_[i]) {
       // key[] holds the key columns in order, then the output if it is bound too.
       RowId r = t.find(key);
@@ -306,13 +308,52 @@ Query with_canonical_constants(EGraph& egraph, const Query& query) {
 
 }  // namespace
 
-bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink) {
+// Plans per semi-naive variant (slot n: the full search), each with the row counts it was
+// planned for. A plan is reused until one of its atoms' row counts moves by more than 2x.
+class PlanCache {
+ public:
+  const Plan& get(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                  Timestamp since, std::size_t variant) {
+    if (entries_.size() <= variant) entries_.resize(variant + 1);
+    Entry& e = entries_[variant];
+    std::vector<double> rows;
+    for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+      rows.push_back(double(rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since)));
+    }
+    if (!e.plan || !similar(rows, e.rows)) {
+      e.plan = make_plan(egraph, q, filters, since);
+      e.rows = std::move(rows);
+    }
+    return *e.plan;
+  }
+
+ private:
+  struct Entry {
+    std::optional<Plan> plan;
+    std::vector<double> rows;
+  };
+  static bool similar(const std::vector<double>& a, const std::vector<double>& b) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      double ratio = (a[i] + 1) / (b[i] + 1);
+      if (ratio > 2 || ratio < 0.5) return false;
+    }
+    return true;
+  }
+  std::vector<Entry> entries_;
+};
+
+std::shared_ptr<PlanCache> make_plan_cache() { return std::make_shared<PlanCache>(); }
+
+bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink,
+            PlanCache* cache) {
   Query query = with_canonical_constants(egraph, query_in);
   std::size_t n = query.atoms.size();
+  PlanCache local;
+  PlanCache& plans = cache ? *cache : local;
   if (window.since == 0 || n == 0) {
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
-    Plan plan = make_plan(egraph, query, filters, 0);
+    const Plan& plan = plans.get(egraph, query, filters, 0, n);
     return Executor(egraph, query, plan, window, sink).run();
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -321,7 +362,7 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     std::vector<RowFilter> filters(n, RowFilter::Any);
     for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
     filters[i] = RowFilter::New;
-    Plan plan = make_plan(egraph, query, filters, window.since);
+    const Plan& plan = plans.get(egraph, query, filters, window.since, i);
     if (!Executor(egraph, query, plan, window, sink).run()) return false;
   }
   return true;

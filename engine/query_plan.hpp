@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 
 #include "engine/egraph.hpp"
 #include "engine/query.hpp"
@@ -20,9 +21,14 @@ struct SearchWindow {
   bool include_subsumed = false;
 };
 
+// Join plans of one query, kept between searches and re-derived when table sizes move.
+class PlanCache;
+std::shared_ptr<PlanCache> make_plan_cache();
+
 // Enumerates matches on the current (rebuilt) database; the database must not change meanwhile.
-// Returns false if the sink stopped the search.
-bool search(EGraph& egraph, const Query& query, SearchWindow window, const MatchSink& sink);
+// Returns false if the sink stopped the search. With a cache, plans are reused across calls.
+bool search(EGraph& egraph, const Query& query, SearchWindow window, const MatchSink& sink,
+            PlanCache* cache = nullptr);
 
 // Updates `seen` to the canonical values of the query's e-class constants; true if any of them
 // differs from before (a global merged into another class).

@@ -5,6 +5,7 @@
 
 #include "engine/action.hpp"
 #include "engine/query.hpp"
+#include "engine/query_plan.hpp"
 #include "support/source_file.hpp"
 
 namespace kiln::engine {
@@ -19,6 +20,7 @@ struct Rule {
   // Semi-naive clock: rows written at or after this time have not been searched yet.
   Timestamp searched_until = 0;
   std::vector<Value> constants_seen;  // canonical e-class constants at the last search
+  std::shared_ptr<PlanCache> plans = make_plan_cache();  // join plans, reused between searches
   // Back-off scheduling state (only with a match limit).
   std::uint32_t times_banned = 0;
   std::uint64_t banned_until_iteration = 0;

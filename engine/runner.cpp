@@ -189,7 +189,8 @@ bool Runner::iterate(const std::string& ruleset) {
                            [&](const Value* vars) {
                              for (std::uint32_t v : stored) f.matches->push_back(vars[v]);
                              return ++f.count <= limit;
-                           });
+                           },
+                           rule.plans.get());
     double dt = seconds_since(t0);
     stats.search_seconds += dt;
     it.search_seconds += dt;
