@@ -597,6 +597,11 @@ void Session::print_function(const Sexp& c) {
   if (parts.positional.empty() || parts.positional.size() > 2) {
     throw UserError("expected (print-function name [N])", c.span);
   }
+  if (parts.has(":mode") && !parts.value(":mode").is_symbol("default")) {
+    throw UserError("print-function supports only the default mode (not " +
+                        parts.value(":mode").to_string() + ") for now",
+                    parts.value(":mode").span);
+  }
   const std::string& name = expect_symbol(*parts.positional[0], "a function name");
   std::uint64_t limit = parts.positional.size() == 2
                             ? expect_count(*parts.positional[1], "a row count")
