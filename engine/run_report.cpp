@@ -41,6 +41,24 @@ std::string RunReport::summary(std::size_t max_rules) const {
                 iterations.size(), to_string(stop), search_seconds, apply_seconds,
                 rebuild_seconds);
   out += line;
+  // Per iteration: the first and last few, which is where growth and saturation show.
+  constexpr std::size_t kShown = 10;
+  for (std::size_t i = 0; i < iterations.size(); ++i) {
+    if (iterations.size() > 2 * kShown && i == kShown) {
+      std::snprintf(line, sizeof line, "  ... %zu more iterations ...\n", iterations.size() - 2 * kShown);
+      out += line;
+      i = iterations.size() - kShown;
+    }
+    const IterationReport& it = iterations[i];
+    std::snprintf(line, sizeof line,
+                  "  iteration %4zu  ruleset %-12s matches %10llu  rows %10zu  %s  "
+                  "search %.6fs  apply %.6fs  rebuild %.6fs\n",
+                  i + 1, it.ruleset.empty() ? "(default)" : it.ruleset.c_str(),
+                  static_cast<unsigned long long>(it.matches), it.rows_after,
+                  it.changed ? "changed  " : "unchanged", it.search_seconds, it.apply_seconds,
+                  it.rebuild_seconds);
+    out += line;
+  }
   std::vector<std::pair<std::string, RuleStats>> sorted(rules.begin(), rules.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     return a.second.search_seconds + a.second.apply_seconds >
