@@ -4,12 +4,11 @@
 #include <bit>
 #include <cmath>
 
+#include "engine/generic_join.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::engine {
 namespace {
-
-enum class RowFilter { Any, New, Old };
 
 struct Step {
   std::uint32_t atom = 0;
@@ -350,9 +349,12 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
   std::size_t n = query.atoms.size();
   PlanCache local;
   PlanCache& plans = cache ? *cache : local;
+  // Cyclic queries (triangles) run as a generic join, which is worst-case optimal on them.
+  bool cyclic = has_cyclic_atoms(query);
   if (window.since == 0 || n == 0) {
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
+    if (cyclic) return generic_join(egraph, query, filters, window, sink);
     const Plan& plan = plans.get(egraph, query, filters, 0, n);
     return Executor(egraph, query, plan, window, sink).run();
   }
@@ -362,6 +364,10 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     std::vector<RowFilter> filters(n, RowFilter::Any);
     for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
     filters[i] = RowFilter::New;
+    if (cyclic) {
+      if (!generic_join(egraph, query, filters, window, sink)) return false;
+      continue;
+    }
     const Plan& plan = plans.get(egraph, query, filters, window.since, i);
     if (!Executor(egraph, query, plan, window, sink).run()) return false;
   }

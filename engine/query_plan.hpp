@@ -1,6 +1,7 @@
 // Query planning and matching: each query runs as an index nested-loop join, atoms ordered by
 // bound columns and current table sizes, primitives evaluated as soon as their inputs are bound.
 // Semi-naive evaluation runs one variant per atom, restricted to rows newer than a timestamp.
+// Queries with cyclic atoms run as a generic join instead (generic_join.hpp).
 #pragma once
 
 #include <functional>

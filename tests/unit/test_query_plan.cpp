@@ -10,6 +10,7 @@
 
 #include "engine/builtins.hpp"
 #include "engine/egraph.hpp"
+#include "engine/generic_join.hpp"
 #include "engine/query_plan.hpp"
 
 using namespace kiln::engine;
@@ -305,7 +306,7 @@ TEST_CASE("query plan: an e-class constant is canonicalized before the search", 
 
 TEST_CASE("query plan: random queries match a brute-force evaluator in every window", "[engine]") {
   std::mt19937 rng(7);
-  std::size_t nonempty = 0, compared = 0;
+  std::size_t nonempty = 0, compared = 0, cyclic = 0;
   for (int round = 0; round < 60; ++round) {
     Db db;
     auto value = [&] { return static_cast<std::int64_t>(rng() % 5); };
@@ -325,7 +326,9 @@ TEST_CASE("query plan: random queries match a brute-force evaluator in every win
 
     for (int qn = 0; qn < 12; ++qn) {
       Query q;
-      const std::uint32_t pool = 2 + rng() % 3;
+      // Every other query is built around a cycle, which search runs as a generic join.
+      const bool cycle = qn % 2 == 1;
+      const std::uint32_t pool = cycle ? 4 : 2 + rng() % 3;
       std::vector<bool> used(pool, false);
       auto term = [&] {
         if (rng() % 5 == 0) return lit(value());
@@ -333,12 +336,44 @@ TEST_CASE("query plan: random queries match a brute-force evaluator in every win
         used[v] = true;
         return var(v);
       };
-      std::size_t atoms = 1 + rng() % 3;
-      for (std::size_t i = 0; i < atoms; ++i) {
+      // Arguments are generated in order (each call draws random numbers).
+      auto atom = [&](QueryTerm x, QueryTerm y) -> QueryAtom {
         switch (rng() % 3) {
-          case 0: q.atoms.push_back({db.r, {term(), term(), unit()}}); break;
-          case 1: q.atoms.push_back({db.s, {term(), term(), unit()}}); break;
-          default: q.atoms.push_back({db.t, {term(), term()}}); break;
+          case 0: return {db.r, {x, y, unit()}};
+          case 1: return {db.s, {x, y, unit()}};
+          default: return {db.t, {x, y}};
+        }
+      };
+      if (cycle) {
+        // A triangle or a 4-cycle, sometimes with a constant or a repeated variable in place of
+        // a vertex, a chord, or one more atom, in a shuffled order (semi-naive variants differ).
+        const std::uint32_t length = 3 + rng() % 2;
+        const std::uint32_t altered = rng() % (6 * length);  // the endpoint replaced, if any
+        std::uint32_t endpoint = 0;
+        auto vertex = [&](std::uint32_t v) {
+          if (endpoint++ == altered) {
+            if (rng() % 2) return lit(value());
+            v = rng() % length;
+          }
+          used[v] = true;
+          return var(v);
+        };
+        auto edge = [&](std::uint32_t a, std::uint32_t b) {
+          QueryTerm x = vertex(a);
+          q.atoms.push_back(atom(x, vertex(b)));
+        };
+        for (std::uint32_t i = 0; i < length; ++i) edge(i, (i + 1) % length);
+        if (length == 4 && rng() % 3 == 0) edge(0, 2);
+        if (rng() % 3 == 0) {
+          QueryTerm x = term();
+          q.atoms.push_back(atom(x, term()));
+        }
+        std::shuffle(q.atoms.begin(), q.atoms.end(), rng);
+      } else {
+        std::size_t atoms = 1 + rng() % 3;
+        for (std::size_t i = 0; i < atoms; ++i) {
+          QueryTerm x = term();
+          q.atoms.push_back(atom(x, term()));
         }
       }
       // Renumber the variables the atoms use to 0..k-1.
@@ -382,6 +417,7 @@ TEST_CASE("query plan: random queries match a brute-force evaluator in every win
         q.primitives.push_back({db.less, {x, y}, var(static_cast<std::uint32_t>(q.var_sorts.size()))});
         q.var_sorts.push_back(db.b.unit);
       }
+      cyclic += has_cyclic_atoms(q);
       for (Timestamp since : {0u, 1u, 2u, 3u, 4u}) {
         Matches expected = brute_force(db.g, q, since);
         INFO("round " << round << " query " << qn << " since " << since);
@@ -402,4 +438,6 @@ TEST_CASE("query plan: random queries match a brute-force evaluator in every win
   }
   // The generator must exercise real joins, not just empty results.
   CHECK(nonempty > compared / 4);
+  // Many queries must take the generic join.
+  CHECK(cyclic > 60 * 12 / 4);
 }
