@@ -7,17 +7,6 @@
 
 namespace kiln::dsl {
 
-using engine::ActionInstr;
-using engine::ActionOp;
-using engine::FunctionDecl;
-using engine::FunctionKind;
-using engine::kAnySort;
-using engine::Operand;
-using engine::Primitive;
-using engine::SortId;
-using engine::Value;
-using support::UserError;
-
 namespace {
 
 // ---------------------------------------------------------------------------------------------

@@ -4,17 +4,6 @@
 
 namespace kiln::dsl {
 
-using engine::ActionInstr;
-using engine::ActionOp;
-using engine::FunctionDecl;
-using engine::FunctionKind;
-using engine::kAnySort;
-using engine::Operand;
-using engine::Primitive;
-using engine::SortId;
-using engine::Value;
-using support::UserError;
-
 std::string sort_name(const engine::EGraph& egraph, SortId sort) {
   return sort == kAnySort ? std::string("any sort") : egraph.sort(sort).name;
 }

@@ -7,8 +7,21 @@
 #include <vector>
 
 #include "dsl/lower.hpp"
+#include "support/diagnostic.hpp"
 
 namespace kiln::dsl {
+
+// The engine and support names every lowering file uses.
+using engine::ActionInstr;
+using engine::ActionOp;
+using engine::FunctionDecl;
+using engine::FunctionKind;
+using engine::kAnySort;
+using engine::Operand;
+using engine::Primitive;
+using engine::SortId;
+using engine::Value;
+using support::UserError;
 
 // True if a primitive accepts `n` arguments (a variadic one repeats its last input sort).
 bool arity_ok(const engine::Primitive& p, std::size_t n);

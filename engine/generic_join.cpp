@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "engine/query_primitives.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::engine {
@@ -214,25 +215,7 @@ class Joiner {
   Value value_of(const QueryTerm& t) const { return t.is_var ? vars_[t.var] : t.constant; }
 
   bool eval_primitives(const std::vector<std::uint32_t>& ids) {
-    Value args[kMaxColumns * 2];
-    for (std::uint32_t p : ids) {
-      const QueryPrimitive& prim = query_.primitives[p];
-      std::vector<Value> many;
-      Value* buffer = args;
-      if (prim.args.size() > std::size(args)) {
-        many.resize(prim.args.size());
-        buffer = many.data();
-      }
-      for (std::size_t i = 0; i < prim.args.size(); ++i) buffer[i] = value_of(prim.args[i]);
-      Value result = 0;
-      if (!prim.primitive->apply(buffer, prim.args.size(), result)) return false;
-      if (plan_.primitive_binds_result[p]) {
-        vars_[prim.result.var] = result;
-      } else if (value_of(prim.result) != result) {
-        return false;
-      }
-    }
-    return true;
+    return eval_query_primitives(query_, ids, plan_.primitive_binds_result, vars_);
   }
 
   // The values of the atom's `mask` columns, in column order (an index key).

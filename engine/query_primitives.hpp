@@ -1,0 +1,39 @@
+// Evaluating a query's primitive calls during a join, shared by both join executors.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/query.hpp"
+#include "engine/table.hpp"
+
+namespace kiln::engine {
+
+// Runs the primitives `ids` of `query` over the bound variables: each binds its result variable
+// (when binds_result[p]) or checks it. Returns false if one fails or a check does not hold.
+inline bool eval_query_primitives(const Query& query, const std::vector<std::uint32_t>& ids,
+                                  const std::vector<bool>& binds_result,
+                                  std::vector<Value>& vars) {
+  auto value_of = [&](const QueryTerm& t) { return t.is_var ? vars[t.var] : t.constant; };
+  Value small[kMaxColumns * 2];
+  std::vector<Value> large;
+  for (std::uint32_t p : ids) {
+    const QueryPrimitive& prim = query.primitives[p];
+    Value* args = small;
+    if (prim.args.size() > std::size(small)) {
+      large.resize(prim.args.size());
+      args = large.data();
+    }
+    for (std::size_t i = 0; i < prim.args.size(); ++i) args[i] = value_of(prim.args[i]);
+    Value result = 0;
+    if (!prim.primitive->apply(args, prim.args.size(), result)) return false;
+    if (binds_result[p]) {
+      vars[prim.result.var] = result;
+    } else if (value_of(prim.result) != result) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace kiln::engine
