@@ -1,0 +1,272 @@
+// The reference interpreter: one contiguous double buffer per node, inputs read through views.
+#include "graph/interpret.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <string_view>
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::graph {
+
+using support::UserError;
+
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string node_label(const Graph& g, NodeId id) {
+  return "%" + std::to_string(id) + " (" + std::string(op_name(g.node(id).op)) + ")";
+}
+
+[[noreturn]] void fail(const Graph& g, NodeId id, const std::string& message) {
+  throw UserError("interpret: " + node_label(g, id) + ": " + message);
+}
+
+// Rounds `x` to `precision` significant bits, with `min_exp` the exponent of the smallest
+// normal number (below it the spacing stays 2^(min_exp - precision + 1)) and magnitudes above
+// `max_finite` after rounding becoming infinity. Ties go to even (the default rounding mode).
+double round_float(double x, int precision, int min_exp, double max_finite) {
+  if (!std::isfinite(x) || x == 0.0) return x;
+  int e = 0;
+  std::frexp(x, &e);  // x = m * 2^e with 0.5 <= |m| < 1: the leading bit has exponent e - 1
+  int quantum = std::max(e - 1, min_exp) - (precision - 1);
+  double y = std::ldexp(std::nearbyint(std::ldexp(x, -quantum)), quantum);
+  if (std::fabs(y) > max_finite) return std::copysign(std::numeric_limits<double>::infinity(), y);
+  return y;
+}
+
+double saturate(double v, double lo, double hi) {
+  if (std::isnan(v)) return 0.0;
+  return std::clamp(std::trunc(v), lo, hi);
+}
+
+std::vector<std::int64_t> eval_shape(const std::vector<Expr>& shape, const DimValues& dims) {
+  std::vector<std::int64_t> out;
+  out.reserve(shape.size());
+  for (const Expr& d : shape) out.push_back(evaluate(d, dims));
+  return out;
+}
+
+// The elements of `src` seen through `view`, row-major in the view's shape.
+std::vector<double> read_view(const Graph& g, NodeId consumer, const std::vector<double>& src,
+                              const View& view, const DimValues& dims) {
+  const std::size_t rank = view.rank();
+  std::vector<std::int64_t> shape = eval_shape(view.shape(), dims);
+  std::vector<std::int64_t> strides = eval_shape(view.strides(), dims);
+  std::int64_t offset = evaluate(view.offset(), dims);
+  std::vector<std::int64_t> lo(rank, 0), hi = shape;
+  if (view.mask()) {
+    for (std::size_t d = 0; d < rank; ++d) {
+      lo[d] = evaluate((*view.mask())[d].lo, dims);
+      hi[d] = evaluate((*view.mask())[d].hi, dims);
+    }
+  }
+  std::int64_t count = numel(shape);
+  std::vector<double> out(static_cast<std::size_t>(count), 0.0);
+  std::vector<std::int64_t> coord(rank, 0);
+  for (std::int64_t flat = 0; flat < count; ++flat) {
+    bool valid = true;
+    std::int64_t index = offset;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (coord[d] < lo[d] || coord[d] >= hi[d]) valid = false;
+      index += coord[d] * strides[d];
+    }
+    if (valid) {
+      if (index < 0 || index >= static_cast<std::int64_t>(src.size())) {
+        fail(g, consumer, "view " + to_string(view) + " reads position " + std::to_string(index) +
+                              " of a buffer of " + std::to_string(src.size()) + " elements");
+      }
+      out[static_cast<std::size_t>(flat)] = src[static_cast<std::size_t>(index)];
+    }
+    for (std::size_t d = rank; d-- > 0;) {  // advance the row-major odometer
+      if (++coord[d] < shape[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return out;
+}
+
+double floor_mod(const Graph& g, NodeId id, double a, double b) {
+  auto x = static_cast<std::int64_t>(a);
+  auto y = static_cast<std::int64_t>(b);
+  if (y == 0) fail(g, id, "integer modulus by zero");
+  std::int64_t r = x % y;
+  if (r != 0 && ((r < 0) != (y < 0))) r += y;
+  return static_cast<double>(r);
+}
+
+// The row index `v` checked against `rows`.
+std::size_t row_index(const Graph& g, NodeId id, double v, std::int64_t rows) {
+  if (v < 0.0 || v >= static_cast<double>(rows)) {
+    fail(g, id, "index " + std::to_string(static_cast<std::int64_t>(v)) +
+                    " is out of range for " + std::to_string(rows) + " rows");
+  }
+  return static_cast<std::size_t>(v);
+}
+
+}  // namespace
+
+std::int64_t numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+double round_to_dtype(double v, DType t) {
+  switch (t) {
+    case DType::F64: return v;
+    case DType::F32: return static_cast<double>(static_cast<float>(v));
+    case DType::F16: return round_float(v, 11, -14, 65504.0);
+    case DType::BF16:
+      return round_float(v, 8, -126, std::ldexp(2.0 - std::ldexp(1.0, -7), 127));
+    case DType::I32: return saturate(v, -2147483648.0, 2147483647.0);
+    // The largest double below 2^63, so that the result converts to int64 safely.
+    case DType::I64: return saturate(v, -0x1p63, std::nextafter(0x1p63, 0.0));
+    case DType::U8: return saturate(v, 0.0, 255.0);
+    case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
+  }
+  return v;
+}
+
+std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
+                                        const std::map<std::string, Tensor>& inputs) {
+  validate(g);
+  std::vector<std::vector<double>> values(g.size());
+  std::map<std::string, Tensor> outputs;
+
+  for (NodeId id : g.topological_order()) {
+    const Node& n = g.node(id);
+    std::vector<std::int64_t> shape = eval_shape(n.shape, dims);
+    const auto count = static_cast<std::size_t>(numel(shape));
+    std::vector<Graph::Input> ins = g.inputs(id);
+    // Input i read through its view, and that view's concrete shape.
+    std::vector<std::vector<double>> in(ins.size());
+    std::vector<std::vector<std::int64_t>> in_shape(ins.size());
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      in[i] = read_view(g, id, values[ins[i].producer], ins[i].edge->view, dims);
+      in_shape[i] = eval_shape(ins[i].edge->view.shape(), dims);
+    }
+    std::vector<double> out(count, 0.0);
+
+    switch (n.op) {
+      case Op::Input: {
+        auto it = inputs.find(n.name);
+        if (it == inputs.end()) fail(g, id, "missing input \"" + n.name + "\"");
+        const Tensor& t = it->second;
+        if (t.dtype != n.dtype) {
+          fail(g, id, "input \"" + n.name + "\" has dtype " + std::string(dtype_name(t.dtype)) +
+                          ", expected " + std::string(dtype_name(n.dtype)));
+        }
+        if (t.shape != shape) {
+          fail(g, id, "input \"" + n.name + "\" has shape " + shape_text(t.shape) +
+                          ", expected " + shape_text(shape));
+        }
+        if (t.data.size() != count) {
+          fail(g, id, "input \"" + n.name + "\" has " + std::to_string(t.data.size()) +
+                          " values for shape " + shape_text(shape));
+        }
+        out = t.data;
+        break;
+      }
+      case Op::Constant: std::fill(out.begin(), out.end(), n.value); break;
+      case Op::Iota:
+        for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<double>(i);
+        break;
+      case Op::Output: case Op::Cast: out = in[0]; break;
+      case Op::Exp2: for (std::size_t i = 0; i < count; ++i) out[i] = std::exp2(in[0][i]); break;
+      case Op::Log2: for (std::size_t i = 0; i < count; ++i) out[i] = std::log2(in[0][i]); break;
+      case Op::Sin: for (std::size_t i = 0; i < count; ++i) out[i] = std::sin(in[0][i]); break;
+      case Op::Recip: for (std::size_t i = 0; i < count; ++i) out[i] = 1.0 / in[0][i]; break;
+      case Op::Sqrt: for (std::size_t i = 0; i < count; ++i) out[i] = std::sqrt(in[0][i]); break;
+      case Op::Add: for (std::size_t i = 0; i < count; ++i) out[i] = in[0][i] + in[1][i]; break;
+      case Op::Mul: for (std::size_t i = 0; i < count; ++i) out[i] = in[0][i] * in[1][i]; break;
+      case Op::Mod:
+        for (std::size_t i = 0; i < count; ++i) {
+          out[i] = is_float(n.dtype) ? std::fmod(in[0][i], in[1][i])
+                                     : floor_mod(g, id, in[0][i], in[1][i]);
+        }
+        break;
+      case Op::LessThan:
+        for (std::size_t i = 0; i < count; ++i) out[i] = in[0][i] < in[1][i] ? 1.0 : 0.0;
+        break;
+      case Op::SumReduce: case Op::MaxReduce: case Op::Softmax: {
+        const std::vector<std::int64_t>& s = in_shape[0];
+        std::size_t outer = 1, inner = 1;
+        for (std::size_t d = 0; d < n.axis; ++d) outer *= static_cast<std::size_t>(s[d]);
+        for (std::size_t d = n.axis + 1; d < s.size(); ++d) inner *= static_cast<std::size_t>(s[d]);
+        const auto len = static_cast<std::size_t>(s[n.axis]);
+        const std::vector<double>& x = in[0];
+        auto at = [&](std::size_t o, std::size_t k, std::size_t i) { return (o * len + k) * inner + i; };
+        for (std::size_t o = 0; o < outer; ++o) {
+          for (std::size_t i = 0; i < inner; ++i) {
+            double sum = 0.0, m = -std::numeric_limits<double>::infinity();
+            for (std::size_t k = 0; k < len; ++k) {
+              double v = x[at(o, k, i)];
+              sum += v;
+              if (v > m || std::isnan(v)) m = std::isnan(m) ? m : v;
+            }
+            if (n.op == Op::SumReduce) {
+              out[o * inner + i] = sum;
+            } else if (n.op == Op::MaxReduce) {
+              out[o * inner + i] = m;
+            } else {
+              double total = 0.0;
+              for (std::size_t k = 0; k < len; ++k) total += std::exp(x[at(o, k, i)] - m);
+              for (std::size_t k = 0; k < len; ++k) {
+                out[at(o, k, i)] = std::exp(x[at(o, k, i)] - m) / total;
+              }
+            }
+          }
+        }
+        break;
+      }
+      case Op::Gather: {
+        const std::int64_t rows = in_shape[0][0];
+        const std::size_t row_size = rows == 0 ? 0 : in[0].size() / static_cast<std::size_t>(rows);
+        for (std::size_t j = 0; j < in[1].size(); ++j) {
+          std::size_t r = row_index(g, id, in[1][j], rows);
+          std::copy_n(in[0].begin() + static_cast<std::ptrdiff_t>(r * row_size), row_size,
+                      out.begin() + static_cast<std::ptrdiff_t>(j * row_size));
+        }
+        break;
+      }
+      case Op::Scatter: {
+        out = in[0];
+        const std::int64_t rows = in_shape[0][0];
+        const std::size_t row_size = rows == 0 ? 0 : in[0].size() / static_cast<std::size_t>(rows);
+        for (std::size_t j = 0; j < in[1].size(); ++j) {
+          std::size_t r = row_index(g, id, in[1][j], rows);
+          std::copy_n(in[2].begin() + static_cast<std::ptrdiff_t>(j * row_size), row_size,
+                      out.begin() + static_cast<std::ptrdiff_t>(r * row_size));
+        }
+        break;
+      }
+      case Op::CustomOp:
+        fail(g, id, "CustomOp \"" + n.name + "\" is not supported by the interpreter");
+    }
+
+    if (out.size() != count) {
+      fail(g, id, "computed " + std::to_string(out.size()) + " values for shape " +
+                      shape_text(shape));
+    }
+    for (double& v : out) v = round_to_dtype(v, n.dtype);
+    if (n.op == Op::Output) {
+      if (outputs.count(n.name) != 0) fail(g, id, "two outputs are named \"" + n.name + "\"");
+      outputs[n.name] = Tensor{n.dtype, shape, out};
+    }
+    values[id] = std::move(out);
+  }
+  return outputs;
+}
+
+}  // namespace kiln::graph

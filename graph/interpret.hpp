@@ -1,0 +1,61 @@
+// The reference interpreter: runs any HLIR graph on the CPU, as the numerical truth that every
+// later stage is checked against (DESIGN §1). It favours obviously-correct code over speed.
+//
+// Model. Every node's result is a row-major buffer of doubles of its output shape, with the
+// symbolic dims bound from `dims`. A consumer reads each input through its edge's View: for
+// every coordinate of the view shape, a coordinate outside the view's mask reads 0 (padding)
+// and any other reads the producer's buffer at `offset + sum(coord[d] * stride[d])`.
+// Reductions and softmax accumulate in double.
+//
+// Rounding. Every value a node stores is rounded to the node's dtype: f64 kept, f32 through a
+// float cast, f16 and bf16 to their precision and range (round to nearest even, overflow to
+// infinity, subnormals kept), integers truncated toward zero and saturated to the type's range
+// (NaN becomes 0), bool to 0 or 1 (nonzero is 1).
+//
+// Semantics of the primops (shapes as in hlir.hpp):
+//   Iota       each element is its row-major linear index.
+//   Mod        floats: fmod (the result has the dividend's sign); integers: floor modulus (the
+//              result has the divisor's sign, as Python's %); an integer modulus by 0 is a
+//              UserError.
+//   LessThan   1 where a < b, else 0 (false for NaN).
+//   MaxReduce  the maximum; NaN if any element is NaN; -inf over an empty axis.
+//   Softmax    exp(x - max) / sum(exp(x - max)) along the axis.
+//   Gather     out[j, ...] = data[indices[j], ...]; an index outside [0, rows) is a UserError.
+//   Scatter    dest with row indices[j] replaced by values[j, ...], in order of j (the last
+//              write to a row wins); an index outside [0, rows) is a UserError.
+//
+// Errors (UserErrors): a graph that fails validate(), a missing or unbound dim, an input missing
+// from `inputs` or given with the wrong dtype, shape or data size, a view reading outside its
+// producer, two Outputs with one name, and CustomOp ("not supported by the interpreter").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.hpp"
+#include "graph/expr.hpp"
+#include "graph/hlir.hpp"
+
+namespace kiln::graph {
+
+// A concrete tensor: row-major values (stored as double) of a shape and dtype.
+struct Tensor {
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::vector<double> data;
+};
+
+// The product of `shape` (1 for a scalar).
+std::int64_t numel(const std::vector<std::int64_t>& shape);
+
+// `v` rounded to what `t` can hold (see "Rounding" above).
+double round_to_dtype(double v, DType t);
+
+// Runs `g` with its dims bound by `dims` and its Input nodes fed from `inputs` (by name);
+// returns the value of every Output node, by name.
+std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
+                                        const std::map<std::string, Tensor>& inputs);
+
+}  // namespace kiln::graph
