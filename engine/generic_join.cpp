@@ -10,9 +10,6 @@
 namespace kiln::engine {
 namespace {
 
-bool term_bound(const QueryTerm& t, const std::vector<bool>& bound) {
-  return !t.is_var || bound[t.var];
-}
 
 ColumnMask all_columns(const QueryAtom& atom) {
   return atom.columns.size() >= 32 ? ~ColumnMask{0} : (ColumnMask{1} << atom.columns.size()) - 1;
@@ -44,27 +41,6 @@ const ColumnIndex* index_for(Table& t, ColumnMask mask) {
   return mask != 0 && !unique_lookup(t, mask) ? &t.index(mask) : nullptr;
 }
 
-// Schedules every not-yet-scheduled primitive whose arguments are bound, repeatedly (one
-// primitive's result may enable another).
-void schedule_primitives(const Query& q, std::vector<bool>& bound, std::vector<bool>& done,
-                         std::vector<bool>& binds_result, std::vector<std::uint32_t>& out) {
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (std::uint32_t p = 0; p < q.primitives.size(); ++p) {
-      if (done[p]) continue;
-      const QueryPrimitive& prim = q.primitives[p];
-      bool ready = std::all_of(prim.args.begin(), prim.args.end(),
-                               [&](const QueryTerm& t) { return term_bound(t, bound); });
-      if (!ready) continue;
-      done[p] = true;
-      binds_result[p] = prim.result.is_var && !bound[prim.result.var];
-      if (binds_result[p]) bound[prim.result.var] = true;
-      out.push_back(p);
-      progress = true;
-    }
-  }
-}
 
 // Expected rows per binding of the bound columns (the planner's guess for choosing the next
 // variable; the join itself counts the actual rows).

@@ -1,6 +1,8 @@
-// Evaluating a query's primitive calls during a join, shared by both join executors.
+// Planning and evaluating a query's primitive calls during a join, shared by both join
+// executors.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -8,6 +10,33 @@
 #include "engine/table.hpp"
 
 namespace kiln::engine {
+
+inline bool term_bound(const QueryTerm& t, const std::vector<bool>& bound) {
+  return !t.is_var || bound[t.var];
+}
+
+// Schedules every not-yet-scheduled primitive whose arguments are bound, repeatedly (one
+// primitive's result may enable another).
+inline void schedule_primitives(const Query& q, std::vector<bool>& bound,
+                                std::vector<bool>& done, std::vector<bool>& binds_result,
+                                std::vector<std::uint32_t>& out) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::uint32_t p = 0; p < q.primitives.size(); ++p) {
+      if (done[p]) continue;
+      const QueryPrimitive& prim = q.primitives[p];
+      bool ready = std::all_of(prim.args.begin(), prim.args.end(),
+                               [&](const QueryTerm& t) { return term_bound(t, bound); });
+      if (!ready) continue;
+      done[p] = true;
+      binds_result[p] = prim.result.is_var && !bound[prim.result.var];
+      if (binds_result[p]) bound[prim.result.var] = true;
+      out.push_back(p);
+      progress = true;
+    }
+  }
+}
 
 // Runs the primitives `ids` of `query` over the bound variables: each binds its result variable
 // (when binds_result[p]) or checks it. Returns false if one fails or a check does not hold.
