@@ -233,21 +233,7 @@ class Joiner {
       if (((mask >> t.num_keys()) & 1) && t.output(r) != key[t.num_keys()]) return true;
       return !usable(a, r) || f(r);
     }
-    const std::vector<std::uint32_t>& columns = index->columns();
-    std::uint64_t hash = index->hash_key(key);
-    for (RowId r = index->first(hash); r != kNoRow; r = index->next(r)) {
-      if (!index->same_hash(r, hash)) continue;
-      const Value* row = t.row(r);
-      bool equal = true;
-      for (std::size_t k = 0; k < columns.size(); ++k) {
-        if (row[columns[k]] != key[k]) {
-          equal = false;
-          break;
-        }
-      }
-      if (equal && usable(a, r) && !f(r)) return false;
-    }
-    return true;
+    return t.for_each_row(*index, key, [&](RowId r) { return !usable(a, r) || f(r); });
   }
 
   bool exists(std::uint32_t a, ColumnMask mask, const ColumnIndex* index) const {

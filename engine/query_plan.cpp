@@ -220,22 +220,8 @@ class Executor {
       if (step.key.size() > t.num_keys() && t.output(r) != key[t.num_keys()]) return true;
       return !accept_row(i, r) || finish_step(i);
     }
-    const ColumnIndex& index = *indexes_[i];
-    const std::vector<std::uint32_t>& columns = index.columns();
-    std::uint64_t hash = index.hash_key(key);
-    for (RowId r = index.first(hash); r != kNoRow; r = index.next(r)) {
-      if (!index.same_hash(r, hash)) continue;
-      const Value* row = t.row(r);
-      bool equal = true;
-      for (std::size_t k = 0; k < columns.size(); ++k) {
-        if (row[columns[k]] != key[k]) {
-          equal = false;
-          break;
-        }
-      }
-      if (equal && accept_row(i, r) && !finish_step(i)) return false;
-    }
-    return true;
+    return t.for_each_row(*indexes_[i], key,
+                          [&](RowId r) { return !accept_row(i, r) || finish_step(i); });
   }
 
   EGraph& egraph_;

@@ -53,6 +53,23 @@ class Table {
   void kill(RowId r);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
 
+  // Calls visit(row) for each live row whose index columns equal `key` (the values of
+  // index.columns(), in order), oldest first; stops early when visit returns false, and then
+  // returns false.
+  template <class Visit>
+  bool for_each_row(const ColumnIndex& index, const Value* key, Visit&& visit) const {
+    const std::vector<std::uint32_t>& columns = index.columns();
+    std::uint64_t hash = index.hash_key(key);
+    for (RowId r = index.first(hash); r != kNoRow; r = index.next(r)) {
+      if (!index.same_hash(r, hash)) continue;
+      const Value* values = row(r);
+      std::size_t k = 0;
+      while (k < columns.size() && values[columns[k]] == key[k]) ++k;
+      if (k == columns.size() && !visit(r)) return false;
+    }
+    return true;
+  }
+
   // First row whose timestamp is >= ts (rows are in timestamp order).
   RowId first_row_at_or_after(Timestamp ts) const;
 
