@@ -1,6 +1,8 @@
 // The HLIR graph container: building, ordering, validation and the two text forms.
 #include <catch2/catch.hpp>
 
+#include "test_program.hpp"
+
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,17 +52,10 @@ struct Mlp {
 };
 
 std::string validation_error(const Graph& g) {
-  try {
-    validate(g);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return kiln::testing::user_error_of([&] { validate(g); });
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using kiln::testing::contains;
 
 }  // namespace
 

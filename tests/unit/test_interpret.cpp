@@ -1,6 +1,8 @@
 // The reference interpreter: primops against hand-computed values and identities.
 #include <catch2/catch.hpp>
 
+#include "test_program.hpp"
+
 #include <cmath>
 #include <random>
 #include <string>
@@ -55,17 +57,10 @@ void output(Graph& g, const std::string& name, NodeId in) {
 
 std::string error_of(const Graph& g, const DimValues& dims,
                      const std::map<std::string, Tensor>& inputs) {
-  try {
-    interpret(g, dims, inputs);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return kiln::testing::user_error_of([&] { interpret(g, dims, inputs); });
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using kiln::testing::contains;
 
 }  // namespace
 
