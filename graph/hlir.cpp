@@ -186,6 +186,14 @@ std::string_view op_name(Op op) {
 
 NodeId Graph::add_node(Node node) { return boost::add_vertex(std::move(node), g_); }
 
+void Graph::add_break() { breaks_.push_back(size()); }
+
+std::size_t Graph::chunk_of(NodeId id) const {
+  check_id(id, "node");
+  return static_cast<std::size_t>(std::upper_bound(breaks_.begin(), breaks_.end(), id) -
+                                  breaks_.begin());
+}
+
 void Graph::check_id(NodeId id, const char* what) const {
   if (id >= size()) {
     throw UserError(std::string("HLIR edge: ") + what + " %" + std::to_string(id) +
@@ -271,8 +279,13 @@ void validate(const Graph& g) {
 
 std::string to_text(const Graph& g) {
   std::ostringstream out;
+  std::size_t chunk = 0;
   for (NodeId id : g.topological_order()) {
     const Node& n = g.node(id);
+    if (g.chunk_of(id) != chunk) {
+      chunk = g.chunk_of(id);
+      out << "-- chunk " << chunk << " --\n";
+    }
     out << '%' << id << " = " << op_name(n.op) << ' ' << dtype_name(n.dtype) << ' '
         << shape_text(n.shape);
     std::vector<Graph::Input> ins = g.inputs(id);

@@ -96,11 +96,19 @@ class Graph {
   // True if a path of edges leads from `from` to `to` (every node reaches itself).
   bool reaches(NodeId from, NodeId to) const;
 
+  // Graph breaks split the graph into chunks (compiler/partition compiles identical chunks
+  // once). add_break() starts a new chunk: nodes added afterwards belong to it.
+  void add_break();
+  // The chunk of node `id`: the number of breaks added before it.
+  std::size_t chunk_of(NodeId id) const;
+  std::size_t num_chunks() const { return breaks_.size() + 1; }
+
   const BoostGraph& boost_graph() const { return g_; }
 
  private:
   void check_id(NodeId id, const char* what) const;
   BoostGraph g_;
+  std::vector<NodeId> breaks_;  // the first node id of chunks 1, 2, ...; non-decreasing
 };
 
 // Checks every node against the contract above (arity and slots, dtypes, view shapes, axes,
@@ -110,7 +118,8 @@ void validate(const Graph& g);
 // One line per node in topological order, e.g.
 //   %3 = Add f32 [seq, 32] (%2, %4 as View(shape=[seq, 32], strides=[0, 1], offset=0))
 // An input read through the contiguous view of its producer's shape prints as just `%i`.
-// Attributes follow the inputs: name="x", value=1.5, axis=1, persistent.
+// Attributes follow the inputs: name="x", value=1.5, axis=1, persistent. A line
+// `-- chunk N --` precedes the first node printed of each chunk after the first.
 std::string to_text(const Graph& g);
 
 // The egglog declarations that to_egglog() output is written against (the HLIR datatype,

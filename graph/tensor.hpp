@@ -79,6 +79,11 @@ class GraphBuilder {
   // A scalar (rank 0) constant; broadcast it with unsqueeze/expand, or let binary ops do so.
   GraphTensor constant(double value, DType dtype = DType::F32);
 
+  // Ends the current chunk: ops added from now on start the next one (see Graph::add_break).
+  // Put one between repeated blocks (decoder layers) so the compiler searches each distinct
+  // block once.
+  void graph_break() { graph_.add_break(); }
+
   const Graph& graph() const { return graph_; }
   Graph& graph() { return graph_; }
 

@@ -1,7 +1,7 @@
 // The HLIR graph container: building, ordering, validation and the two text forms.
 #include <catch2/catch.hpp>
 
-#include "test_program.hpp"
+#include "tests/unit/test_util.hpp"
 
 #include <sstream>
 #include <string>
@@ -279,4 +279,27 @@ TEST_CASE("hlir: the egglog form loads and runs in a session [graph]", "[graph]"
         " (HCons 2)\n (HNil 1)\n (Input 4)\n (Iota 0)\n (LessThan 0)\n (Log2 0)\n"
         " (MaxReduce 0)\n (Mod 0)\n (Mul 1)\n (Output 1)\n (Persistent 1)\n (Recip 0)\n"
         " (Scatter 0)\n (Sin 0)\n (Softmax 0)\n (Sqrt 0)\n (SumReduce 1))\n");
+}
+
+TEST_CASE("graph breaks assign nodes to chunks in order of addition", "[hlir]") {
+  Graph g;
+  Node in;
+  in.op = Op::Input;
+  in.name = "x";
+  in.shape = {Expr(4)};
+  g.add_node(in);
+  CHECK(g.num_chunks() == 1);
+  g.add_break();
+  in.name = "y";
+  NodeId y = g.add_node(in);
+  g.add_break();
+  g.add_break();  // an empty chunk
+  in.name = "z";
+  NodeId z = g.add_node(in);
+  CHECK(g.num_chunks() == 4);
+  CHECK(g.chunk_of(0) == 0);
+  CHECK(g.chunk_of(y) == 1);
+  CHECK(g.chunk_of(z) == 3);
+  CHECK(kiln::testing::contains(to_text(g), "-- chunk 1 --\n%1 = Input"));
+  CHECK(kiln::testing::contains(to_text(g), "-- chunk 3 --\n%2 = Input"));
 }

@@ -1,7 +1,7 @@
 // The reference interpreter: primops against hand-computed values and identities.
 #include <catch2/catch.hpp>
 
-#include "test_program.hpp"
+#include "tests/unit/test_util.hpp"
 
 #include <cmath>
 #include <random>

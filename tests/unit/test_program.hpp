@@ -13,23 +13,9 @@
 #include "engine/egraph.hpp"
 #include "engine/extract.hpp"
 #include "support/diagnostic.hpp"
+#include "tests/unit/test_util.hpp"
 
 namespace kiln::testing {
-
-// The message of the support::UserError that `call()` throws, or "" if it throws none.
-template <class Call>
-std::string user_error_of(Call&& call) {
-  try {
-    call();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-inline bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 class TestProgram {
  public:
