@@ -9,3 +9,11 @@ add_library(xxhash::xxhash UNKNOWN IMPORTED)
 set_target_properties(xxhash::xxhash PROPERTIES IMPORTED_LOCATION ${XXHASH_LIBRARY}
   INTERFACE_INCLUDE_DIRECTORIES ${XXHASH_INCLUDE_DIR})
 include(Catch)
+# libopenblas-dev: the CPU target's Gemm. Its own cblas.h, not whichever BLAS the alternatives
+# system links as /usr/include/.../cblas.h.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas-pthread openblas REQUIRED
+  NO_DEFAULT_PATH PATHS /usr/include/x86_64-linux-gnu /usr/include/aarch64-linux-gnu /usr/include)
+find_library(OPENBLAS_LIBRARY openblas REQUIRED)
+add_library(openblas::openblas UNKNOWN IMPORTED)
+set_target_properties(openblas::openblas PROPERTIES IMPORTED_LOCATION ${OPENBLAS_LIBRARY}
+  INTERFACE_INCLUDE_DIRECTORIES ${OPENBLAS_INCLUDE_DIR})

@@ -6,6 +6,8 @@
 #include <boost/graph/topological_sort.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <sstream>
@@ -153,6 +155,38 @@ std::string quoted(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// The literals of rules/hlir.egg: the View sort's `(view "...")`, a DType constructor, an f64.
+std::string view_literal(const View& v) {
+  return "(view " + quoted(to_string(v)) + ")";
+}
+
+std::string dtype_term(DType t) {
+  switch (t) {
+    case DType::F32: return "(F32)";
+    case DType::F16: return "(F16)";
+    case DType::BF16: return "(BF16)";
+    case DType::F64: return "(F64)";
+    case DType::I32: return "(I32)";
+    case DType::I64: return "(I64)";
+    case DType::Bool: return "(Bool)";
+    case DType::U8: return "(U8)";
+  }
+  KILN_ASSERT(false, "unknown DType");
+  return "";
+}
+
+// The shortest text that reads back as the same double, always an f64 token (`1.0`, not `1`).
+std::string f64_literal(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  (void)ec;  // 64 bytes always suffice for a double
+  std::string text(buffer, end);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
 }
 
 }  // namespace
@@ -310,36 +344,6 @@ std::string to_text(const Graph& g) {
   return out.str();
 }
 
-std::string hlir_egglog_prelude() {
-  return R"(;;; HLIR as egglog terms (graph/hlir.hpp). Every input is a term and the String of the
-;;; View it is read through; dtypes, shapes and constant values are Strings of their printed
-;;; forms until compiler/ registers the Expr and View sorts.
-(datatype HLIR
-  (Input String String String)            ; name dtype shape
-  (Output HLIR String String)             ; input view, name
-  (Constant String String String)         ; value dtype shape
-  (Iota String String)                    ; dtype shape
-  (Cast HLIR String String)               ; input view, dtype
-  (Exp2 HLIR String)
-  (Log2 HLIR String)
-  (Sin HLIR String)
-  (Recip HLIR String)
-  (Sqrt HLIR String)
-  (Add HLIR String HLIR String)
-  (Mul HLIR String HLIR String)
-  (Mod HLIR String HLIR String)
-  (LessThan HLIR String HLIR String)
-  (SumReduce HLIR String i64)             ; input view, axis
-  (MaxReduce HLIR String i64)
-  (Softmax HLIR String i64)
-  (Gather HLIR String HLIR String)        ; data view, indices view
-  (Scatter HLIR String HLIR String HLIR String))  ; dest, indices, values
-(datatype HLIRInputs (HNil) (HCons HLIR String HLIRInputs))
-(constructor CustomOp (String HLIRInputs String String) HLIR)  ; name inputs dtype shape
-(relation Persistent (HLIR))
-)";
-}
-
 std::string to_egglog(const Graph& g) {
   std::ostringstream out;
   std::vector<NodeId> persistent;
@@ -348,24 +352,22 @@ std::string to_egglog(const Graph& g) {
     std::vector<Graph::Input> ins = g.inputs(id);
     std::string args;
     for (const Graph::Input& in : ins) {
-      args += " $t" + std::to_string(in.producer) + ' ' + quoted(to_string(in.edge->view));
+      args += " $t" + std::to_string(in.producer) + ' ' + view_literal(in.edge->view);
     }
-    std::string dtype = quoted(std::string(dtype_name(n.dtype)));
-    std::string shape = quoted(shape_text(n.shape));
+    std::string dtype = dtype_term(n.dtype);
+    std::string shape = "(shape " + quoted(shape_text(n.shape)) + ")";
     out << "(let $t" << id << " (" << op_name(n.op);
     switch (n.op) {
       case Op::Input: out << ' ' << quoted(n.name) << ' ' << dtype << ' ' << shape; break;
       case Op::Output: out << args << ' ' << quoted(n.name); break;
-      case Op::Constant:
-        out << ' ' << quoted(value_text(n.value)) << ' ' << dtype << ' ' << shape;
-        break;
+      case Op::Constant: out << ' ' << f64_literal(n.value) << ' ' << dtype << ' ' << shape; break;
       case Op::Iota: out << ' ' << dtype << ' ' << shape; break;
       case Op::Cast: out << args << ' ' << dtype; break;
       case Op::SumReduce: case Op::MaxReduce: case Op::Softmax: out << args << ' ' << n.axis; break;
       case Op::CustomOp: {
         out << ' ' << quoted(n.name) << ' ';
         for (const Graph::Input& in : ins) {
-          out << "(HCons $t" << in.producer << ' ' << quoted(to_string(in.edge->view)) << ' ';
+          out << "(HCons $t" << in.producer << ' ' << view_literal(in.edge->view) << ' ';
         }
         out << "(HNil)" << std::string(ins.size(), ')') << ' ' << dtype << ' ' << shape;
         break;

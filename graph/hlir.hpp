@@ -23,6 +23,10 @@
 //                             replaced by values; values shape = indices shape ++ dest shape[1:].
 //   CustomOp                  any inputs, named; shape and dtype as given, not checked.
 // Shapes compare structurally on the canonical Expr form.
+//
+// Persistent state (a KV cache): an Input with `persistent` set is held by the runtime between
+// runs instead of being passed in (zeros until set), and an Output whose name equals that
+// Input's name is the state's value for the next run (runtime/lower_one_op.hpp).
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
@@ -122,14 +126,12 @@ void validate(const Graph& g);
 // `-- chunk N --` precedes the first node printed of each chunk after the first.
 std::string to_text(const Graph& g);
 
-// The egglog declarations that to_egglog() output is written against (the HLIR datatype,
-// the HLIRInputs list for CustomOp, and the Persistent relation). For now dtypes, shapes,
-// views and constant values are Strings of their printed forms (dtype_name, `[seq, 64]`,
-// to_string(View), `%.17g`); they become the Expr and View sorts when compiler/ registers them.
-std::string hlir_egglog_prelude();
-
-// The graph as egglog commands, one `(let $tN (...))` per node in topological order, N the
-// node id, followed by `(Persistent $tN)` for persistent nodes. Load after the prelude.
+// The graph as commands against rules/hlir.egg (the HLIR datatypes over kiln's Expr, Shape
+// and View sorts), one `(let $tN (...))` per node in topological order, N the node id, then
+// `(Persistent $tN)` for persistent nodes. Views, shapes and constants are literals:
+// `(view "View(...)")`, `(shape "[seq, 64]")`, `0.5`. Deterministic (golden files). Load with
+// `kiln egg --graph-sorts rules/hlir.egg graph.egg`. The declarations are a rule file, not
+// C++: graph/ does not depend on the engine, and rule authors read what the compiler loads.
 std::string to_egglog(const Graph& g);
 
 }  // namespace kiln::graph

@@ -1,21 +1,21 @@
-// The GraphTensor API (core); see tensor.hpp for the lowering of each op onto HLIR primops.
+// The GraphTensor API (core): the builder, broadcasting, arithmetic and matmul. The other ops
+// live in tensor_elementwise, tensor_reduce, tensor_movement, tensor_index and tensor_position;
+// see tensor.hpp for the lowering of each op onto HLIR primops.
 #include "graph/tensor.hpp"
 
-#include <cmath>
-#include <numbers>
+#include <algorithm>
 #include <sstream>
 #include <utility>
 
+#include "graph/tensor_internal.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph {
 
-namespace {
+namespace detail {
 
-using support::UserError;
-
-[[noreturn]] void fail(const std::string& op, const std::string& message) {
-  throw UserError(op + ": " + message);
+void fail(const std::string& op, const std::string& message) {
+  throw support::UserError(op + ": " + message);
 }
 
 Node make_node(Op op, DType dtype, std::vector<Expr> shape) {
@@ -26,6 +26,10 @@ Node make_node(Op op, DType dtype, std::vector<Expr> shape) {
   return n;
 }
 
+std::string describe(const GraphTensor& x) {
+  return std::string(dtype_name(x.dtype())) + " " + shape_text(x.shape());
+}
+
 void check_axis(const std::string& op, const GraphTensor& x, std::size_t axis) {
   if (axis >= x.rank()) {
     fail(op, "axis " + std::to_string(axis) + " is out of range for shape " +
@@ -34,35 +38,27 @@ void check_axis(const std::string& op, const GraphTensor& x, std::size_t axis) {
 }
 
 void check_float(const std::string& op, const GraphTensor& x) {
-  if (!is_float(x.dtype())) {
-    fail(op, "needs a float tensor, got " + std::string(dtype_name(x.dtype())) + " " +
-                 shape_text(x.shape()));
-  }
+  if (!is_float(x.dtype())) fail(op, "needs a float tensor, got " + describe(x));
 }
 
-// A view with `dim` of size 1 inserted (always possible without a copy for our views, but fall
-// back to a copy to stay correct).
+void check_same_builder(const std::string& op, const GraphTensor& a, const GraphTensor& b) {
+  if (&a.builder() != &b.builder()) fail(op, "tensors from two different builders");
+}
+
+bool is_one(const Expr& e) { return e.as_constant() == std::int64_t{1}; }
+
+// Always possible without a copy for our views, but reshape falls back to a copy to stay
+// correct.
 GraphTensor unsqueeze_impl(const GraphTensor& x, std::size_t dim) {
   std::vector<Expr> shape = x.shape();
   shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(dim), Expr(1));
   return reshape(x, shape);
 }
 
-bool is_one(const Expr& e) { return e.as_constant() == std::int64_t{1}; }
-
-// Broadcasts a and b to one shape (see tensor.hpp), after checking builder and dtype.
-std::pair<GraphTensor, GraphTensor> broadcast(const std::string& op, GraphTensor a,
-                                              GraphTensor b) {
-  auto shapes = [&] {
-    return shape_text(a.shape()) + " and " + shape_text(b.shape());
-  };
-  if (&a.builder() != &b.builder()) fail(op, "tensors from two different builders");
-  if (a.dtype() != b.dtype()) {
-    fail(op, "dtypes differ: " + std::string(dtype_name(a.dtype())) + " " +
-                 shape_text(a.shape()) + " and " + std::string(dtype_name(b.dtype())) + " " +
-                 shape_text(b.shape()));
-  }
-  const std::string original = shapes();
+std::pair<GraphTensor, GraphTensor> broadcast_shapes(const std::string& op, GraphTensor a,
+                                                     GraphTensor b) {
+  check_same_builder(op, a, b);
+  const std::string original = shape_text(a.shape()) + " and " + shape_text(b.shape());
   while (a.rank() < b.rank()) a = unsqueeze_impl(a, 0);
   while (b.rank() < a.rank()) b = unsqueeze_impl(b, 0);
   for (std::size_t d = 0; d < a.rank(); ++d) {
@@ -81,10 +77,22 @@ std::pair<GraphTensor, GraphTensor> broadcast(const std::string& op, GraphTensor
   return {a, b};
 }
 
+std::pair<GraphTensor, GraphTensor> broadcast(const std::string& op, GraphTensor a,
+                                              GraphTensor b) {
+  check_same_builder(op, a, b);
+  if (a.dtype() != b.dtype()) fail(op, "dtypes differ: " + describe(a) + " and " + describe(b));
+  return broadcast_shapes(op, std::move(a), std::move(b));
+}
+
+GraphTensor binary(const std::string& op_text, Op op, const GraphTensor& a, const GraphTensor& b,
+                   DType dtype) {
+  auto [x, y] = broadcast(op_text, a, b);
+  return x.builder().add(make_node(op, dtype, x.shape()), {x, y});
+}
+
 GraphTensor binary(const std::string& op_text, Op op, const GraphTensor& a,
                    const GraphTensor& b) {
-  auto [x, y] = broadcast(op_text, a, b);
-  return x.builder().add(make_node(op, x.dtype(), x.shape()), {x, y});
+  return binary(op_text, op, a, b, a.dtype());
 }
 
 GraphTensor unary(Op op, const GraphTensor& x) {
@@ -95,16 +103,39 @@ GraphTensor scalar_like(const GraphTensor& like, double value) {
   return like.builder().constant(value, like.dtype());
 }
 
-GraphTensor reduce(const std::string& op_text, Op op, const GraphTensor& x, std::size_t axis) {
-  check_axis(op_text, x, axis);
-  std::vector<Expr> shape = x.shape();
-  shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(axis));
-  Node n = make_node(op, x.dtype(), std::move(shape));
-  n.axis = axis;
-  return x.builder().add(std::move(n), {x});
+GraphTensor broadcast_to(const std::string& op, GraphTensor x, const std::vector<Expr>& shape) {
+  if (x.rank() > shape.size()) {
+    fail(op, "cannot broadcast " + shape_text(x.shape()) + " to " + shape_text(shape));
+  }
+  while (x.rank() < shape.size()) x = unsqueeze_impl(x, 0);
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (x.shape()[d] == shape[d]) continue;
+    if (!is_one(x.shape()[d])) {
+      fail(op, "cannot broadcast " + shape_text(x.shape()) + " to " + shape_text(shape));
+    }
+    x = expand(x, d, shape[d]);
+  }
+  return x;
 }
 
-}  // namespace
+GraphTensor less_than(const GraphTensor& a, const GraphTensor& b) {
+  return a.builder().add(make_node(Op::LessThan, DType::Bool, a.shape()), {a, b});
+}
+
+GraphTensor logical_not(const GraphTensor& p) {
+  GraphTensor yes = broadcast_to("not", p.builder().constant(1.0, DType::Bool), p.shape());
+  return less_than(p, yes);
+}
+
+GraphTensor dim_value(GraphBuilder& b, const Expr& size, DType dtype) {
+  if (auto n = size.as_constant()) return b.constant(static_cast<double>(*n), dtype);
+  GraphTensor ones = unsqueeze_impl(b.constant(1.0, dtype), 0);
+  return sum(expand(ones, 0, size), 0);
+}
+
+}  // namespace detail
+
+using namespace detail;
 
 std::string shape_text(const std::vector<Expr>& shape) {
   std::ostringstream out;
@@ -174,158 +205,34 @@ GraphTensor operator-(double a, const GraphTensor& b) { return scalar_like(b, a)
 GraphTensor operator*(double a, const GraphTensor& b) { return scalar_like(b, a) * b; }
 GraphTensor operator/(double a, const GraphTensor& b) { return scalar_like(b, a) / b; }
 
-GraphTensor exp(const GraphTensor& x) {
-  check_float("exp", x);
-  return unary(Op::Exp2, x * (1.0 / std::numbers::ln2));
-}
-GraphTensor log(const GraphTensor& x) {
-  check_float("log", x);
-  return unary(Op::Log2, x) * std::numbers::ln2;
-}
-GraphTensor sqrt(const GraphTensor& x) {
-  check_float("sqrt", x);
-  return unary(Op::Sqrt, x);
-}
-GraphTensor recip(const GraphTensor& x) {
-  check_float("recip", x);
-  return unary(Op::Recip, x);
-}
-GraphTensor sin(const GraphTensor& x) {
-  check_float("sin", x);
-  return unary(Op::Sin, x);
-}
-GraphTensor relu(const GraphTensor& x) {
-  check_float("relu", x);
-  auto [zero, y] = broadcast("relu", scalar_like(x, 0.0), x);
-  GraphTensor positive =
-      x.builder().add(make_node(Op::LessThan, DType::Bool, y.shape()), {zero, y});
-  return x * x.builder().add(make_node(Op::Cast, x.dtype(), y.shape()), {positive});
-}
-
-GraphTensor sum(const GraphTensor& x, std::size_t axis) {
-  return reduce("sum", Op::SumReduce, x, axis);
-}
-GraphTensor max(const GraphTensor& x, std::size_t axis) {
-  return reduce("max", Op::MaxReduce, x, axis);
-}
-GraphTensor mean(const GraphTensor& x, std::size_t axis) {
-  check_axis("mean", x, axis);
-  check_float("mean", x);
-  const Expr size = x.shape()[axis];
-  GraphTensor total = sum(x, axis);
-  if (auto n = size.as_constant()) {
-    if (*n == 0) fail("mean", "axis " + std::to_string(axis) + " of " + shape_text(x.shape()) +
-                                  " is empty");
-    return total * (1.0 / static_cast<double>(*n));
-  }
-  // 1 / size computed in the graph: the largest index of an Iota over the axis, plus one.
-  GraphTensor iota = x.builder().add(make_node(Op::Iota, x.dtype(), {size}), {});
-  return total * recip(max(iota, 0) + 1.0);
-}
-GraphTensor softmax(const GraphTensor& x, std::size_t axis) {
-  check_axis("softmax", x, axis);
-  check_float("softmax", x);
-  Node n = make_node(Op::Softmax, x.dtype(), x.shape());
-  n.axis = axis;
-  return x.builder().add(std::move(n), {x});
-}
-
-GraphTensor permute(const GraphTensor& x, const std::vector<std::size_t>& order) {
-  std::vector<bool> seen(x.rank(), false);
-  bool ok = order.size() == x.rank();
-  for (std::size_t d : order) {
-    if (!ok || d >= x.rank() || seen[d]) {
-      ok = false;
-      break;
-    }
-    seen[d] = true;
-  }
-  if (!ok) {
-    std::string text = "[";
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      text += (i ? ", " : "") + std::to_string(order[i]);
-    }
-    fail("permute", "order " + text + "] is not a permutation of the dims of " +
-                        shape_text(x.shape()));
-  }
-  return x.with_view(x.view().permute(order));
-}
-
-GraphTensor transpose(const GraphTensor& x, std::size_t a, std::size_t b) {
-  check_axis("transpose", x, a);
-  check_axis("transpose", x, b);
-  std::vector<std::size_t> order(x.rank());
-  for (std::size_t d = 0; d < order.size(); ++d) order[d] = d;
-  std::swap(order[a], order[b]);
-  return permute(x, order);
-}
-
-GraphTensor contiguous(const GraphTensor& x) {
-  return x.builder().add(make_node(Op::Cast, x.dtype(), x.shape()), {x});
-}
-
-GraphTensor reshape(const GraphTensor& x, const std::vector<Expr>& shape) {
-  Expr from = x.view().numel();
-  Expr to = View::contiguous(shape).numel();
-  auto a = from.as_constant();
-  auto b = to.as_constant();
-  if (a && b && *a != *b) {
-    fail("reshape", "cannot reshape " + shape_text(x.shape()) + " (" + std::to_string(*a) +
-                        " elements) to " + shape_text(shape) + " (" + std::to_string(*b) +
-                        " elements)");
-  }
-  if (auto view = x.view().reshape(shape)) return x.with_view(std::move(*view));
-  GraphTensor copy = contiguous(x);
-  auto view = copy.view().reshape(shape);
-  if (!view) {
-    fail("reshape", "cannot reshape " + shape_text(x.shape()) + " to " + shape_text(shape));
-  }
-  return copy.with_view(std::move(*view));
-}
-
-GraphTensor expand(const GraphTensor& x, std::size_t dim, const Expr& size) {
-  check_axis("expand", x, dim);
-  if (!is_one(x.shape()[dim])) {
-    fail("expand", "dim " + std::to_string(dim) + " of " + shape_text(x.shape()) +
-                       " has size " + to_string(x.shape()[dim]) + ", not 1");
-  }
-  return x.with_view(x.view().expand(dim, size));
-}
-
-GraphTensor unsqueeze(const GraphTensor& x, std::size_t dim) {
-  if (dim > x.rank()) {
-    fail("unsqueeze", "dim " + std::to_string(dim) + " is out of range for shape " +
-                          shape_text(x.shape()));
-  }
-  return unsqueeze_impl(x, dim);
-}
-
 GraphTensor matmul(const GraphTensor& a, const GraphTensor& b) {
   auto shapes = [&] { return shape_text(a.shape()) + " and " + shape_text(b.shape()); };
-  if (&a.builder() != &b.builder()) fail("matmul", "tensors from two different builders");
+  check_same_builder("matmul", a, b);
   if (a.dtype() != b.dtype()) {
     fail("matmul", "dtypes differ: " + std::string(dtype_name(a.dtype())) + " and " +
                        std::string(dtype_name(b.dtype())) + " for " + shapes());
   }
   const std::size_t ra = a.rank();
   const std::size_t rb = b.rank();
-  if (!((ra == 2 && rb == 2) || (ra == 3 && (rb == 2 || rb == 3)))) {
-    fail("matmul", "expects [m, k] x [k, n] or [B, m, k] x [B, k, n] / [k, n], got " + shapes());
-  }
+  if (ra < 2 || rb < 2) fail("matmul", "expects [..., m, k] x [..., k, n], got " + shapes());
   const Expr& ka = a.shape()[ra - 1];
   const Expr& kb = b.shape()[rb - 2];
   if (!(ka == kb)) {
     fail("matmul", "inner dims differ (" + to_string(ka) + " vs " + to_string(kb) + ") for " +
                        shapes());
   }
-  if (ra == 3 && rb == 3 && !(a.shape()[0] == b.shape()[0]) && !is_one(a.shape()[0]) &&
-      !is_one(b.shape()[0])) {
-    fail("matmul", "batch dims differ for " + shapes());
+  // Batch dims, aligned on the right, must broadcast.
+  for (std::size_t i = 3; i <= std::min(ra, rb); ++i) {
+    const Expr& sa = a.shape()[ra - i];
+    const Expr& sb = b.shape()[rb - i];
+    if (!(sa == sb) && !is_one(sa) && !is_one(sb)) {
+      fail("matmul", "batch dims differ (" + to_string(sa) + " vs " + to_string(sb) + ") for " +
+                         shapes());
+    }
   }
-  // a: [..., m, k, 1]; b: [..., 1, k, n]; the product is summed over k.
-  GraphTensor x = unsqueeze_impl(a, ra);
-  GraphTensor y = unsqueeze_impl(b, rb - 2);
-  return sum(x * y, ra - 1);
+  // a: [..., m, k, 1]; b: [..., 1, k, n]; the product [..., m, k, n] is summed over k.
+  GraphTensor product = unsqueeze_impl(a, ra) * unsqueeze_impl(b, rb - 2);
+  return sum(product, product.rank() - 2);
 }
 
 }  // namespace kiln::graph

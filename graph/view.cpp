@@ -87,6 +87,19 @@ View View::contiguous(std::vector<Expr> shape) {
   return View(std::move(shape), std::move(strides), Expr(0), std::nullopt);
 }
 
+View View::from_parts(std::vector<Expr> shape, std::vector<Expr> strides, Expr offset,
+                      std::optional<std::vector<ValidRange>> mask) {
+  if (strides.size() != shape.size() || (mask && mask->size() != shape.size())) {
+    throw UserError("view: shape, strides and mask differ in rank");
+  }
+  for (const Expr& size : shape) {
+    if (provably_negative(size)) {
+      throw UserError("view: negative size " + to_string(size) + " in shape " + shape_text(shape));
+    }
+  }
+  return View(std::move(shape), std::move(strides), std::move(offset), std::move(mask));
+}
+
 Expr View::numel() const {
   Expr n = 1;
   for (const Expr& size : shape_) n = n * size;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,10 @@ class View {
  public:
   // A row-major view of a fresh buffer: strides are suffix products, offset 0, no mask.
   static View contiguous(std::vector<Expr> shape);
+  // A view from its parts, as printed (parse_view reads them back). Put in canonical form;
+  // ranks that disagree are a UserError.
+  static View from_parts(std::vector<Expr> shape, std::vector<Expr> strides, Expr offset,
+                         std::optional<std::vector<ValidRange>> mask = std::nullopt);
 
   std::size_t rank() const { return shape_.size(); }
   const std::vector<Expr>& shape() const { return shape_; }
@@ -93,8 +98,27 @@ struct ViewHash {
   std::size_t operator()(const View& v) const { return static_cast<std::size_t>(v.hash()); }
 };
 
+// Composition: one view for reading through two. A tensor T of shape inner.shape() is stored
+// in a buffer as `inner` (T[t] lives at inner.index(t)); `outer` reads T as if T were
+// contiguous (reading coordinates c gives T's row-major element number outer.index(c)). The
+// result R reads the buffer directly:
+//   R.shape() == outer.shape(),
+//   R.valid(c) == outer.valid(c) * inner.valid(t) and, where valid, R.index(c) == inner.index(t),
+//   with t = the coordinates of element number outer.index(c) in row-major order of inner.shape().
+// It exists only when that map is a single View: always when `inner` is contiguous (R is
+// outer); otherwise when the unravelled index simplifies to an affine function of c (checked
+// symbolically with each coordinate in [0, size) when the size is constant) and every padded
+// dim of `inner` is read as `c[d] + b`. nullopt otherwise (the caller keeps two views or copies).
+std::optional<View> compose(const View& outer, const View& inner);
+
 // Deterministic text: `View(shape=[seq, 64], strides=[64, 1], offset=0)`, with
 // `, mask=[[0, seq), [1, 65)]` appended when the view has padding.
 std::string to_string(const View& v);
+
+// Reads what to_string(View) prints (spaces between tokens are free). Errors are UserErrors
+// located in the text (`source_name:1:col` with a caret).
+View parse_view(std::string_view text, std::string_view source_name = "<view>");
+// Reads a shape as printed in views and HLIR text: `[seq, 64]`, `[]`.
+std::vector<Expr> parse_shape(std::string_view text, std::string_view source_name = "<shape>");
 
 }  // namespace kiln::graph

@@ -4,6 +4,7 @@ cmake_minimum_required(VERSION 3.20)
 #                block may come in another order (rows written in one iteration are stored in
 #                the order the join finds them, which differs between engines)
 #   EXPECT=fail: exit non-zero and stderr containing every line of NAME.err
+# KILN_ARGS (optional): arguments put before the program (tests/rules passes --graph-sorts).
 # Sorts the rows of every print-function block ("(" ... ")" whose rows contain " -> ").
 function(normalize_rows text out_var)
   string(REPLACE ";" "\\;" text "${text}")
@@ -35,7 +36,7 @@ endfunction()
 
 get_filename_component(dir ${PROGRAM} DIRECTORY)
 get_filename_component(name ${PROGRAM} NAME_WE)
-execute_process(COMMAND ${KILN} egg ${PROGRAM}
+execute_process(COMMAND ${KILN} egg ${KILN_ARGS} ${PROGRAM}
   RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(EXPECT STREQUAL "pass")
   if(NOT status EQUAL 0)

@@ -3,11 +3,9 @@
 
 #include "tests/unit/test_util.hpp"
 
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "dsl/session.hpp"
 #include "graph/dtype.hpp"
 #include "graph/hlir.hpp"
 #include "support/diagnostic.hpp"
@@ -247,38 +245,6 @@ TEST_CASE("hlir: the text form [graph]", "[graph]") {
         "%4 = Input f32 [32] name=\"b\"\n"
         "%5 = Add f32 [seq, 32] (%3, %4 as View(shape=[seq, 32], strides=[0, 1], offset=0))\n"
         "%6 = Output f32 [seq, 32] (%5) name=\"y\"\n");
-}
-
-TEST_CASE("hlir: the egglog form loads and runs in a session [graph]", "[graph]") {
-  Mlp m;
-  Node c = make(Op::Constant, DType::F32, {}, "");
-  c.value = 0.5;
-  NodeId half = m.g.add_node(c);
-  Node state = make(Op::Input, DType::F32, {16}, "cache");
-  state.persistent = true;
-  m.g.add_node(state);
-  NodeId custom = m.g.add_node(make(Op::CustomOp, DType::F32, {m.seq, 32}, "my_op"));
-  m.g.add_edge(m.add, custom, 0, View::contiguous({m.seq, 32}));
-  m.g.add_edge(half, custom, 1,
-               View::contiguous({}).reshape({1, 1})->expand(0, m.seq).expand(1, 32));
-  validate(m.g);
-
-  std::string egg = to_egglog(m.g);
-  CHECK(contains(egg, "(let $t3 (SumReduce $t2 \"View(shape=[seq, 64, 32], strides=[2048, 32, 1], "
-                      "offset=0)\" 1))\n"));
-  CHECK(contains(egg, "(let $t7 (Constant \"0.5\" \"f32\" \"[]\"))\n"));
-  CHECK(contains(egg, "(Persistent $t8)\n"));
-
-  std::ostringstream out;
-  kiln::dsl::Session session(out);
-  session.run_text("hlir.egg", hlir_egglog_prelude() + egg +
-                                   "(check (= $t6 (Output $t5 \"View(shape=[seq, 32], "
-                                   "strides=[32, 1], offset=0)\" \"y\")))\n(print-size)\n");
-  CHECK(out.str() ==
-        "((Add 1)\n (Cast 0)\n (Constant 1)\n (CustomOp 1)\n (Exp2 0)\n (Gather 0)\n"
-        " (HCons 2)\n (HNil 1)\n (Input 4)\n (Iota 0)\n (LessThan 0)\n (Log2 0)\n"
-        " (MaxReduce 0)\n (Mod 0)\n (Mul 1)\n (Output 1)\n (Persistent 1)\n (Recip 0)\n"
-        " (Scatter 0)\n (Sin 0)\n (Softmax 0)\n (Sqrt 0)\n (SumReduce 1))\n");
 }
 
 TEST_CASE("graph breaks assign nodes to chunks in order of addition", "[hlir]") {

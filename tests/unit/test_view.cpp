@@ -338,3 +338,131 @@ TEST_CASE("view: bad arguments are user errors [graph]", "[graph]") {
   CHECK_THROWS_AS(View::contiguous({Expr(-1)}), UserError);
   CHECK_THROWS_WITH(v.expand(0, 4), Catch::Contains("not 1"));
 }
+
+namespace {
+
+// Applies `steps` random view operations to `view` and its materialized reference `ref`.
+void random_ops(View& view, Ref& ref, int steps, std::mt19937& rng) {
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (int step = 0; step < steps && product(ref.shape) <= 200; ++step) {
+    std::size_t r = ref.shape.size();
+    if (r == 0) return;
+    int op = static_cast<int>(pick(0, 4));
+    std::size_t dim = static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(r) - 1));
+    if (op == 0) {
+      std::vector<std::size_t> order(r);
+      std::iota(order.begin(), order.end(), std::size_t{0});
+      std::shuffle(order.begin(), order.end(), rng);
+      view = view.permute(order);
+      ref = ref_permute(ref, order);
+    } else if (op == 1 && ref.shape[dim] == 1) {
+      std::int64_t size = pick(1, 3);
+      view = view.expand(dim, size);
+      ref = ref_expand(ref, dim, size);
+    } else if (op == 2) {
+      std::int64_t begin = pick(0, ref.shape[dim]);
+      std::int64_t end = pick(begin, ref.shape[dim]);
+      view = view.slice(dim, begin, end);
+      ref = ref_slice(ref, dim, begin, end);
+    } else if (op == 3) {
+      std::int64_t before = pick(0, 1), after = pick(0, 1);
+      view = view.pad(dim, before, after);
+      ref = ref_pad(ref, dim, before, after);
+    } else if (op == 4) {
+      std::vector<std::int64_t> new_shape = random_reshape(ref.shape, rng);
+      if (std::optional<View> reshaped = view.reshape(exprs(new_shape))) {
+        view = *reshaped;
+        ref.shape = new_shape;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("view: compose agrees with reading through both views [graph]", "[graph]") {
+  std::mt19937 rng(20261130);
+  int composed = 0, composed_strided = 0, composed_masked = 0, refused = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    std::vector<std::int64_t> shape;
+    std::size_t rank = std::uniform_int_distribution<std::size_t>(1, 3)(rng);
+    for (std::size_t d = 0; d < rank; ++d) {
+      shape.push_back(std::uniform_int_distribution<std::int64_t>(1, 4)(rng));
+    }
+    // inner: how tensor T (its shape is inner's) lies in the buffer.
+    View inner = View::contiguous(exprs(shape));
+    Ref inner_ref = build(shape, [&](const auto& c) { return flatten(c, shape); });
+    random_ops(inner, inner_ref, std::uniform_int_distribution<int>(0, 3)(rng), rng);
+    // outer: how a consumer reads T (values are T's row-major element numbers).
+    std::vector<std::int64_t> t_shape = inner_ref.shape;
+    View outer = View::contiguous(exprs(t_shape));
+    Ref outer_ref = build(t_shape, [&](const auto& c) { return flatten(c, t_shape); });
+    random_ops(outer, outer_ref, std::uniform_int_distribution<int>(1, 3)(rng), rng);
+
+    std::optional<View> both = graph::compose(outer, inner);
+    if (!both) {
+      ++refused;
+      continue;
+    }
+    ++composed;
+    if (!inner.is_contiguous()) ++composed_strided;
+    if (inner.mask()) ++composed_masked;
+    Ref expected = outer_ref;
+    for (std::int64_t& p : expected.data) {
+      if (p >= 0) p = inner_ref.data[static_cast<std::size_t>(p)];
+    }
+    INFO("outer " << graph::to_string(outer) << " inner " << graph::to_string(inner));
+    check_against(*both, expected);
+  }
+  CHECK(composed_strided > 100);
+  CHECK(composed_masked > 10);
+  CHECK(refused > 10);  // e.g. a flatten of a transposed tensor is no single view
+}
+
+TEST_CASE("view: compose of a contiguous inner view is the outer view [graph]", "[graph]") {
+  Expr seq = Expr::dim("seq");
+  View outer = View::contiguous({seq, 64}).permute({1, 0}).slice(1, 1, seq);
+  CHECK(graph::compose(outer, View::contiguous({seq, 64})) == outer);
+  // A transposed buffer read back through its transpose is contiguous.
+  View transposed = View::contiguous({32, 64}).permute({1, 0});
+  CHECK(graph::compose(View::contiguous({64, 32}).permute({1, 0}), transposed) ==
+        View::contiguous({32, 64}));
+  // Flattening a transposed tensor is not one view.
+  CHECK_FALSE(graph::compose(View::contiguous({2048}), transposed).has_value());
+}
+
+TEST_CASE("view: parse_view reads what to_string prints, and locates errors [graph]", "[graph]") {
+  Expr seq = Expr::dim("seq");
+  std::vector<View> views = {
+      View::contiguous({}),
+      View::contiguous({seq, 64}),
+      View::contiguous({seq, 64}).permute({1, 0}).slice(0, 2, 10),
+      View::contiguous({seq, 4}).pad(1, 1, 2).pad(0, Expr::dim("p"), 0),
+      View::contiguous({1, 64}).expand(0, min(seq, Expr(4096))),
+  };
+  for (const View& v : views) {
+    INFO(graph::to_string(v));
+    CHECK(graph::parse_view(graph::to_string(v)) == v);
+  }
+  CHECK(graph::parse_view(" View( shape=[seq,64],strides=[64, 1], offset=0 ) ") ==
+        View::contiguous({seq, 64}));
+  CHECK(graph::parse_shape("[seq, 2*32]") == std::vector<Expr>{seq, 64});
+  auto error_of = [](const std::string& text) {
+    try {
+      graph::parse_view(text, "v");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of("View(shape=[seq, 64], strides=[64, 1 +], offset=0)")
+            .find("v:1:39: error: expected an expression") != std::string::npos);
+  CHECK(error_of("View(shape=[seq, 64], strides=[64], offset=0)")
+            .find("v:1:31: error: expected 2 strides") != std::string::npos);
+  CHECK(error_of("View(shape=[4], strides=[1], offset=0) x")
+            .find("v:1:40: error: unexpected 'x'") != std::string::npos);
+  CHECK(error_of("View(shape=[4] strides=[1], offset=0)").find("v:1:16: error: expected ','") !=
+        std::string::npos);
+}

@@ -1,0 +1,96 @@
+// The graph library's values as engine primitive sorts (DESIGN §3): `Expr` (symbolic integers),
+// `Shape` (a list of Exprs) and `View` (ShapeTracker), with the primitives rules use to compute
+// shapes and views inside queries and actions. The engine knows nothing of graph/; this glue
+// does (DESIGN §2). docs/rule-language.md lists every primitive.
+//
+// Values are interned per sort: equal Exprs (structurally, in canonical form) are one Value,
+// so rows compare and join as integers. Printing shows the data, never the intern number, as a
+// literal that reads back: `(expr "2*seq + 1")`, `(shape "[seq, 64]")`,
+// `(view "View(shape=[seq, 64], strides=[64, 1], offset=0)")`.
+//
+// Failures. A primitive fails (filters the match in a query; is a located run-time error in
+// an action, "primitive 'expr' failed" at the call) on a bad literal, a constant zero divisor,
+// overflow, an out-of-range dim, a non-constant Expr asked for its value, or a view operation
+// the View API rejects (a reshape that needs a copy, an impossible composition, ...).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/builtins.hpp"
+#include "engine/egraph.hpp"
+#include "engine/intern.hpp"
+#include "graph/expr.hpp"
+#include "graph/view.hpp"
+#include "support/diagnostic.hpp"
+
+namespace kiln::compiler {
+
+// A primitive sort whose values are interned objects of type T.
+template <class T, class Hash>
+class InternedSort : public engine::PrimitiveSort {
+ public:
+  engine::Value make(const T& object) const { return objects_.intern(object); }
+  const T& get(engine::Value v) const { return objects_.get(v); }
+
+ private:
+  mutable engine::Interner<T, Hash> objects_;
+};
+
+using Shape = std::vector<graph::Expr>;
+
+struct ShapeHash {
+  std::size_t operator()(const Shape& s) const;
+};
+
+class ExprSort final : public InternedSort<graph::Expr, graph::ExprHash> {
+ public:
+  std::string print(engine::Value v) const override;
+};
+
+class ShapeSort final : public InternedSort<Shape, ShapeHash> {
+ public:
+  std::string print(engine::Value v) const override;
+};
+
+class ViewSort final : public InternedSort<graph::View, graph::ViewHash> {
+ public:
+  std::string print(engine::Value v) const override;
+};
+
+// The sorts as registered in one e-graph, with the builtin sorts their primitives use.
+struct GraphSorts {
+  engine::SortId expr = 0, shape = 0, view = 0;
+  engine::SortId i64 = 0, unit = 0, string = 0;
+  std::shared_ptr<const ExprSort> expr_sort;
+  std::shared_ptr<const ShapeSort> shape_sort;
+  std::shared_ptr<const ViewSort> view_sort;
+  std::shared_ptr<const engine::StringSort> string_sort;
+};
+
+// Registers Expr, Shape and View and their primitives in `egraph`, which must already have the
+// builtin sorts (engine::add_builtins; every dsl::Session has them). Call once per e-graph,
+// before the program that uses them runs (rules/hlir.egg needs them).
+GraphSorts register_graph_sorts(engine::EGraph& egraph);
+
+// The primitives of each sort (expr_sort.cpp, view_sort.cpp); register_graph_sorts calls them.
+void add_expr_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
+void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
+
+// Wraps a primitive body so that a support::UserError from the graph library (bad text, zero
+// divisor, overflow, bad view argument) becomes a primitive failure, never an escape from a
+// query.
+template <class F>
+engine::PrimitiveFn guarded(F body) {
+  return [body](const engine::Value* args, std::size_t count, engine::Value& result) {
+    try {
+      return static_cast<bool>(body(args, count, result));
+    } catch (const support::UserError&) {
+      return false;
+    }
+  };
+}
+
+}  // namespace kiln::compiler

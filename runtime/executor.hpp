@@ -1,0 +1,88 @@
+// The executor (DESIGN §7): runs an LLIR program on a Target's device, step after step.
+//
+// Construction prepares every kernel in one Target::prepare batch (a compiler runs once).
+// Each run binds the inputs by name (the run's map, else tensors bound earlier with bind(), for
+// weights that stay on the device), plans the temporaries for the run's dims (plans are cached
+// per dim map), copies an aliased input into its output where the plan says so, launches the
+// steps in order and returns the outputs as graph::Tensors.
+//
+// Persistent state lives in the executor between runs: zeros when first needed (or what
+// set_state gave), and after each run an output of the same name becomes its new value.
+//
+// Errors are UserErrors: a kernel the target rejects (naming the step and the target's
+// message), a missing or unknown input, one of the wrong dtype or shape, an unbound dim.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/expr.hpp"
+#include "graph/interpret.hpp"
+#include "runtime/buffer_plan.hpp"
+#include "runtime/llir.hpp"
+#include "runtime/target.hpp"
+
+namespace kiln::runtime {
+
+// Per-step wall time of one run (the device synchronized around each step), for reports.
+struct StepTime {
+  std::string label;
+  double seconds = 0.0;
+};
+
+struct RunProfile {
+  std::vector<StepTime> steps;  // in execution order
+  double total_seconds = 0.0;   // the whole run, binding and outputs included
+  std::size_t arena_bytes = 0;  // the plan's peak
+};
+
+class Executor {
+ public:
+  // Keeps references to `llir` and `target`: both must outlive the executor.
+  Executor(const Llir& llir, Target& target);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs the program once; returns every output by name. With `profile`, times each step.
+  std::map<std::string, graph::Tensor> run(const graph::DimValues& dims,
+                                           const std::map<std::string, graph::Tensor>& inputs,
+                                           RunProfile* profile = nullptr);
+
+  // Holds `tensor` on the device as input `name` for every later run that does not pass it.
+  void bind(const std::string& name, const graph::Tensor& tensor);
+  // Sets persistent state `name` (its shape is checked against the dims of the next run).
+  void set_state(const std::string& name, const graph::Tensor& tensor);
+  // The current value of persistent state `name` (zeros of the last run's shape if never set).
+  graph::Tensor state(const std::string& name) const;
+
+  // The plan used for `dims` (planned now if it is not cached).
+  const BufferPlan& plan(const graph::DimValues& dims);
+
+ private:
+  struct Held {
+    void* buffer = nullptr;
+    std::size_t bytes = 0;
+    std::vector<std::int64_t> shape;
+  };
+  void* ensure_arena(std::size_t bytes);
+  Held& hold(std::map<std::string, Held>& held, const std::string& name,
+             const graph::Tensor& tensor, graph::DType dtype);
+  void free_held(Held& h);
+
+  const Llir& llir_;
+  Target& target_;
+  Device& device_;
+  std::vector<std::shared_ptr<const Kernel>> kernels_;  // by step (null for library calls)
+  std::map<graph::DimValues, BufferPlan> plans_;
+  void* arena_ = nullptr;
+  std::size_t arena_capacity_ = 0;
+  std::map<std::string, Held> bound_;  // bind()
+  std::map<std::string, Held> state_;  // persistent state
+  std::map<std::string, Held> inputs_;  // per-run input buffers, reused across runs
+};
+
+}  // namespace kiln::runtime

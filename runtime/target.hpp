@@ -1,0 +1,100 @@
+// The target interface (DESIGN §6): what the runtime and the compiler need from a backend.
+// A target turns Bodies into kernels it can run, owns a device (memory, launches, library
+// calls) and names its own rule files. targets/reference, targets/cpu and, later, targets/cuda
+// implement it; targets/registry lists them (no static-constructor registration).
+//
+// Buffers are device addresses (`void*`): host memory on the CPU and reference targets, device
+// memory on a GPU. Pointer arithmetic on them (an arena plus an offset) is allowed. Elements are
+// in their dtype's native layout (runtime/native.hpp).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+#include "graph/dtype.hpp"
+#include "graph/expr.hpp"
+
+namespace kiln::runtime {
+
+// A library operation, by name with symbolic parameters. "gemm" (the only one so far):
+//   C[b] = A[b] x B[b] for b < batch, with m, n, k; A is m x k (or k x m when trans_a is 1),
+//   B k x n (or n x k when trans_b is 1), each row-major with leading dims lda, ldb, ldc and
+//   batch strides stride_a, stride_b, stride_c (elements); dtype f32 or f64.
+// Buffers of a call: its inputs in order (A, B), then the output (C).
+struct LibraryCall {
+  std::string op;
+  graph::DType dtype = graph::DType::F32;
+  std::map<std::string, graph::Expr> params;
+  friend bool operator==(const LibraryCall&, const LibraryCall&) = default;
+};
+
+// What a target offers, as data (for reports and for the compiler's choices).
+struct Capabilities {
+  std::vector<graph::DType> dtypes;        // element types its kernels handle
+  std::vector<std::string> library_ops;    // LibraryCall ops it runs
+  bool host_memory = true;                 // buffers are ordinary host pointers
+};
+
+// A kernel ready to launch. Targets subclass it with what they need (a function pointer, a
+// CUDA function); the runtime only passes it back to the device.
+class Kernel {
+ public:
+  explicit Kernel(graph::Body body)
+      : body_(std::move(body)), dims_(graph::body_dims(body_)) {}
+  virtual ~Kernel() = default;
+  const graph::Body& body() const { return body_; }
+  // The order of the `dims` argument of Device::launch.
+  const std::vector<std::string>& dims() const { return dims_; }
+
+ private:
+  graph::Body body_;
+  std::vector<std::string> dims_;
+};
+
+// A Body prepared by a target: a kernel, or why the target could not make one.
+struct Prepared {
+  std::shared_ptr<const Kernel> kernel;
+  std::string error;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* buffer) = 0;
+  virtual void upload(void* device, const void* host, std::size_t bytes) = 0;
+  virtual void download(void* host, const void* device, std::size_t bytes) = 0;
+  virtual void copy(void* to, const void* from, std::size_t bytes) = 0;
+  // Runs a kernel on `buffers` (its inputs in slot order, then its output) with `dims` in the
+  // kernel's dims() order.
+  virtual void launch(const Kernel& kernel, const std::vector<void*>& buffers,
+                      const std::vector<long long>& dims) = 0;
+  // Runs a library call on `buffers` (inputs, then output) with its params evaluated at `dims`.
+  virtual void call(const LibraryCall& call, const std::vector<void*>& buffers,
+                    const graph::DimValues& dims) = 0;
+  // Waits for queued work (a no-op on synchronous devices).
+  virtual void synchronize() {}
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string name() const = 0;
+  virtual const Capabilities& capabilities() const = 0;
+  // The target's own rule files (targets/<name>/rules/*.egg), loaded after the common ones.
+  virtual std::vector<std::filesystem::path> rule_files() const { return {}; }
+  // Whether prepare() can make a kernel of `body` (dtypes, ops, features).
+  virtual bool supports(const graph::Body& body) const = 0;
+  virtual bool supports(const LibraryCall& call) const = 0;
+  // Makes kernels of many bodies at once (compilers are started once per batch); one result per
+  // body, in order. Results are cached by the target where it can (on disk for compiled code).
+  virtual std::vector<Prepared> prepare(const std::vector<graph::Body>& bodies) = 0;
+  virtual Device& device() = 0;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,38 @@
+// The adaptive timer; see timer.hpp.
+#include "runtime/timer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace kiln::runtime {
+
+Timing measure(const std::function<void(int run)>& run, const std::function<void()>& synchronize,
+               const TimerOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  int index = 0;
+  for (int i = 0; i < options.warmup; ++i) {
+    run(index++);
+    if (synchronize) synchronize();
+  }
+  std::vector<double> times;
+  double total = 0.0;
+  while (static_cast<int>(times.size()) < options.max_runs &&
+         (static_cast<int>(times.size()) < options.min_runs || total < options.min_seconds)) {
+    const auto start = Clock::now();
+    run(index++);
+    if (synchronize) synchronize();
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    times.push_back(t);
+    total += t;
+  }
+  Timing out;
+  out.runs = static_cast<int>(times.size());
+  if (times.empty()) return out;
+  std::sort(times.begin(), times.end());
+  out.min_seconds = times.front();
+  out.median_seconds = times[times.size() / 2];
+  return out;
+}
+
+}  // namespace kiln::runtime

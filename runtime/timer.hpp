@@ -1,0 +1,29 @@
+// Measuring a piece of device work: warm-up runs, then an adaptive number of timed runs (until
+// both a minimum count and a minimum total time are reached, within a maximum count), reporting
+// the median and the minimum. `run(i)` gets the run's index so that callers can rotate among
+// several input sets (when the data fits in cache, timing one set repeatedly measures a warm
+// cache that a real program never sees).
+#pragma once
+
+#include <functional>
+
+namespace kiln::runtime {
+
+struct TimerOptions {
+  int warmup = 2;
+  int min_runs = 5;
+  int max_runs = 1000;
+  double min_seconds = 0.02;  // total timed time to aim for
+};
+
+struct Timing {
+  double median_seconds = 0.0;
+  double min_seconds = 0.0;
+  int runs = 0;
+};
+
+// `synchronize` is called after each run, inside the timed region (asynchronous devices).
+Timing measure(const std::function<void(int run)>& run, const std::function<void()>& synchronize,
+               const TimerOptions& options = {});
+
+}  // namespace kiln::runtime

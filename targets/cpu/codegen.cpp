@@ -1,0 +1,511 @@
+// Body -> C++ for the CPU; see codegen.hpp for the shape of the generated code.
+#include "targets/cpu/codegen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::targets::cpu {
+
+using graph::Body;
+using graph::DType;
+using graph::Expr;
+using graph::ExprOp;
+using graph::Monoid;
+using graph::Scalar;
+using graph::ScalarId;
+using graph::ScalarOp;
+
+const std::string& cpu_prelude() {
+  static const std::string text = R"(// kiln CPU kernels (generated).
+typedef long long kiln_i64;
+static inline kiln_i64 kiln_fdiv(kiln_i64 a, kiln_i64 b) {
+  kiln_i64 q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline kiln_i64 kiln_cdiv(kiln_i64 a, kiln_i64 b) { return -kiln_fdiv(-a, b); }
+static inline kiln_i64 kiln_imod(kiln_i64 a, kiln_i64 b) {
+  if (b == 0) return 0;
+  kiln_i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline kiln_i64 kiln_imin(kiln_i64 a, kiln_i64 b) { return a < b ? a : b; }
+static inline kiln_i64 kiln_imax(kiln_i64 a, kiln_i64 b) { return a > b ? a : b; }
+static inline float kiln_fmaxf(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+static inline float kiln_fminf(float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+static inline double kiln_fmax(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+static inline double kiln_fmin(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+static inline double kiln_sat(double v, double lo, double hi) {
+  if (v != v) return 0; v = __builtin_trunc(v); return v < lo ? lo : (v > hi ? hi : v);
+}
+static inline float kiln_round_f16(float x) { return (float)(_Float16)x; }
+static inline float kiln_bf16_load(unsigned short b) {
+  unsigned int u = (unsigned int)b << 16; float f; __builtin_memcpy(&f, &u, 4); return f;
+}
+static inline unsigned short kiln_bf16_store(float f) {
+  unsigned int u; __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16);
+}
+static inline float kiln_round_bf16(float x) { return kiln_bf16_load(kiln_bf16_store(x)); }
+)";
+  return text;
+}
+
+namespace {
+
+// The C type a node computes in.
+const char* compute_type(DType t) {
+  switch (t) {
+    case DType::F32: case DType::F16: case DType::BF16: return "float";
+    case DType::F64: return "double";
+    case DType::I32: return "int";
+    case DType::I64: return "long long";
+    case DType::U8: case DType::Bool: return "unsigned char";
+  }
+  return "double";
+}
+
+// The C type of a buffer element.
+const char* storage_type(DType t) {
+  switch (t) {
+    case DType::F16: return "_Float16";
+    case DType::BF16: return "unsigned short";
+    default: return compute_type(t);
+  }
+}
+
+std::string literal(double v, DType t) {
+  if (graph::is_float(t)) {
+    if (std::isnan(v)) return "(__builtin_nanf(\"\"))";
+    if (std::isinf(v)) return v > 0 ? "(__builtin_inff())" : "(-__builtin_inff())";
+    char buffer[40];
+    std::snprintf(buffer, sizeof buffer, "%.17g", v);
+    std::string text = buffer;
+    if (text.find_first_of(".en") == std::string::npos) text += ".0";
+    return t == DType::F64 ? "(" + text + ")" : "(" + text + "f)";
+  }
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(v));
+  return std::string("((") + compute_type(t) + ")" + buffer + "LL)";
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const Body& body) : body_(body), nodes_(body.scalars()) {}
+
+  KernelSource render() {
+    KernelSource out;
+    const support::Hash128 key = body_.key();
+    char hex[40];
+    std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(key.high),
+                  static_cast<unsigned long long>(key.low));
+    out.symbol = std::string("kiln_") + hex;
+    out.dims = graph::body_dims(body_);
+    for (const graph::Loop& loop : body_.loops()) loop_vars_.insert(loop.var);
+    for (const Scalar& s : nodes_) {
+      if (s.op == ScalarOp::Reduce) loop_vars_.insert(s.var);
+    }
+    mark_live();
+    assign_homes();
+
+    code_ << "extern \"C\" void " << out.symbol
+          << "(void* const* kiln_buffers, const long long* kiln_dims) {\n";
+    for (std::size_t k = 0; k < body_.inputs().size(); ++k) {
+      code_ << "  const " << storage_type(body_.inputs()[k]) << "* const in" << k << " = (const "
+            << storage_type(body_.inputs()[k]) << "*)kiln_buffers[" << k << "];\n";
+    }
+    code_ << "  " << storage_type(body_.dtype()) << "* const out = (" << storage_type(body_.dtype())
+          << "*)kiln_buffers[" << body_.inputs().size() << "];\n";
+    for (std::size_t i = 0; i < out.dims.size(); ++i) {
+      code_ << "  const kiln_i64 D_" << out.dims[i] << " = kiln_dims[" << i << "];\n";
+    }
+    code_ << "  (void)kiln_dims;\n";
+    emit_output_scope(0, 1);
+    code_ << "}\n";
+    out.code = code_.str();
+    return out;
+  }
+
+ private:
+  // ---- analysis ----
+
+  void mark_live() {
+    live_.assign(nodes_.size(), false);
+    std::vector<ScalarId> stack{body_.value()};
+    if (body_.store_row()) stack.push_back(*body_.store_row());
+    while (!stack.empty()) {
+      ScalarId id = stack.back();
+      stack.pop_back();
+      if (live_[id]) continue;
+      live_[id] = true;
+      for (ScalarId a : nodes_[id].args) stack.push_back(a);
+    }
+  }
+
+  void add_vars(const Expr& e, std::set<std::string>& out) const {
+    for (const std::string& d : graph::free_dims(e)) {
+      if (loop_vars_.count(d)) out.insert(d);
+    }
+  }
+
+  // Loop variables each live node depends on (ids are topological: args come first).
+  void compute_deps() {
+    deps_.assign(nodes_.size(), {});
+    for (std::size_t id = 0; id < nodes_.size(); ++id) {
+      if (!live_[id]) continue;
+      const Scalar& s = nodes_[id];
+      std::set<std::string>& d = deps_[id];
+      for (ScalarId a : s.args) d.insert(deps_[a].begin(), deps_[a].end());
+      if (s.op == ScalarOp::Load || s.op == ScalarOp::Index) {
+        for (const Expr* e : {&s.index, &s.valid, &s.row_stride, &s.row_count}) add_vars(*e, d);
+      }
+      if (s.op == ScalarOp::Reduce) {
+        KILN_ASSERT(!reduce_of_var_.count(s.var), "Body: two reductions over " + s.var);
+        reduce_of_var_[s.var] = static_cast<ScalarId>(id);
+        d.erase(s.var);
+        add_vars(s.extent, d);
+      }
+    }
+  }
+
+  // Scopes: 0 is outside every loop, 1..L inside output loop 0..L-1; each Reduce adds one, a
+  // child of the scope the Reduce node lives in.
+  struct Scope {
+    std::size_t parent = 0;
+    std::size_t depth = 0;
+    std::optional<ScalarId> reduce;  // the Reduce whose loop this is
+  };
+
+  std::size_t scope_of_var(const std::string& var) {
+    for (std::size_t k = 0; k < body_.loops().size(); ++k) {
+      if (body_.loops()[k].var == var) return k + 1;
+    }
+    ScalarId r = reduce_of_var_.at(var);
+    auto it = reduce_scope_.find(r);
+    if (it != reduce_scope_.end()) return it->second;
+    std::size_t parent = home(r);
+    scopes_.push_back(Scope{parent, scopes_[parent].depth + 1, r});
+    reduce_scope_[r] = scopes_.size() - 1;
+    return scopes_.size() - 1;
+  }
+
+  std::size_t home(ScalarId id) {
+    if (home_[id]) return *home_[id];
+    std::size_t best = 0;
+    for (const std::string& v : deps_[id]) {
+      std::size_t s = scope_of_var(v);
+      if (scopes_[s].depth > scopes_[best].depth) best = s;
+    }
+    home_[id] = best;
+    return best;
+  }
+
+  void assign_homes() {
+    compute_deps();
+    scopes_.push_back(Scope{0, 0, std::nullopt});
+    for (std::size_t k = 0; k < body_.loops().size(); ++k) scopes_.push_back(Scope{k, k + 1, {}});
+    home_.assign(nodes_.size(), std::nullopt);
+    for (std::size_t id = 0; id < nodes_.size(); ++id) {
+      if (live_[id]) homed_[home(static_cast<ScalarId>(id))].push_back(static_cast<ScalarId>(id));
+    }
+    for (auto& [scope, ids] : homed_) std::sort(ids.begin(), ids.end());
+  }
+
+  // ---- expressions ----
+
+  std::string var_name(const std::string& dim) const {
+    return (loop_vars_.count(dim) ? "L_" : "D_") + dim;
+  }
+
+  std::string expr(const Expr& e) const {
+    auto args = [&](const char* sep) {
+      std::string out;
+      for (std::size_t i = 0; i < e.args().size(); ++i) {
+        out += (i ? sep : "") + expr(e.args()[i]);
+      }
+      return "(" + out + ")";
+    };
+    auto fold = [&](const char* fn) {
+      std::string out = expr(e.args()[0]);
+      for (std::size_t i = 1; i < e.args().size(); ++i) {
+        out = std::string(fn) + "(" + out + ", " + expr(e.args()[i]) + ")";
+      }
+      return out;
+    };
+    switch (e.op()) {
+      case ExprOp::Const: return "(" + std::to_string(e.value()) + "LL)";
+      case ExprOp::Dim: return var_name(e.name());
+      case ExprOp::Add: return args(" + ");
+      case ExprOp::Mul: return args(" * ");
+      case ExprOp::FloorDiv: return "kiln_fdiv" + args(", ");
+      case ExprOp::CeilDiv: return "kiln_cdiv" + args(", ");
+      case ExprOp::Mod: return "kiln_imod" + args(", ");
+      case ExprOp::Min: return fold("kiln_imin");
+      case ExprOp::Max: return fold("kiln_imax");
+      case ExprOp::Lt: return "(kiln_i64)" + args(" < ");
+      case ExprOp::Le: return "(kiln_i64)" + args(" <= ");
+      case ExprOp::Eq: return "(kiln_i64)" + args(" == ");
+    }
+    return "0";
+  }
+
+  // The value of a node: its local variable, or (for constants and monoid parameters) text.
+  std::string value(ScalarId id, const std::map<std::size_t, std::string>* params) const {
+    const Scalar& s = nodes_[id];
+    if (s.op == ScalarOp::Const) return literal(s.value, s.dtype);
+    if (s.op == ScalarOp::Param) {
+      KILN_ASSERT(params && params->count(s.slot), "Body: param outside a monoid");
+      return params->at(s.slot);
+    }
+    if (params) return compute(id, params);  // monoid expressions are rendered inline
+    return "v" + std::to_string(id);
+  }
+
+  // Rounds a float computed for an f16/bf16 node, as the reference does at every node.
+  static std::string rounded(const std::string& text, DType t) {
+    if (t == DType::F16) return "kiln_round_f16(" + text + ")";
+    if (t == DType::BF16) return "kiln_round_bf16(" + text + ")";
+    return text;
+  }
+
+  std::string load_element(std::size_t input, const std::string& position) const {
+    DType t = body_.inputs()[input];
+    std::string element = "in" + std::to_string(input) + "[" + position + "]";
+    if (t == DType::F16) return "(float)" + element;
+    if (t == DType::BF16) return "kiln_bf16_load(" + element + ")";
+    return element;
+  }
+
+  std::string cast(const std::string& x, DType from, DType to) const {
+    if (graph::is_float(to) || !graph::is_float(from)) {
+      if (to == DType::Bool) return "(unsigned char)(" + x + " != 0)";
+      if (graph::is_float(to) || graph::is_float(from) == graph::is_float(to)) {
+        return rounded(std::string("(") + compute_type(to) + ")(" + x + ")", to);
+      }
+    }
+    // Float to integer: saturate, NaN to 0 (C's conversion is undefined out of range).
+    if (to == DType::Bool) return "(unsigned char)(" + x + " != 0)";
+    const char* range = to == DType::I32   ? "-2147483648.0, 2147483647.0"
+                        : to == DType::U8  ? "0.0, 255.0"
+                                           : "-9223372036854775808.0, 9223372036854774784.0";
+    return std::string("(") + compute_type(to) + ")kiln_sat((double)(" + x + "), " + range + ")";
+  }
+
+  std::string compute(ScalarId id, const std::map<std::size_t, std::string>* params) const {
+    const Scalar& s = nodes_[id];
+    const DType t = s.dtype;
+    const bool f64 = t == DType::F64;
+    const bool is_float = graph::is_float(t);
+    auto a = [&](std::size_t i) { return value(s.args[i], params); };
+    auto math = [&](const char* name) {
+      return rounded(std::string("__builtin_") + name + (f64 ? "" : "f") + "(" + a(0) + ")", t);
+    };
+    switch (s.op) {
+      case ScalarOp::Const: case ScalarOp::Param: return value(id, params);
+      case ScalarOp::Index: return std::string("(") + compute_type(t) + ")" + expr(s.index);
+      case ScalarOp::Load: {
+        std::string position = expr(s.index);
+        std::string element;
+        if (!s.args.empty()) {
+          std::string row = "(kiln_i64)" + a(0);
+          std::string rows = expr(s.row_count);
+          std::string nan = is_float ? literal(NAN, t) : literal(0, t);
+          element = "((" + row + " >= 0 && " + row + " < " + rows + ") ? " +
+                    load_element(s.slot, position + " + " + row + " * " + expr(s.row_stride)) +
+                    " : " + nan + ")";
+        } else {
+          element = load_element(s.slot, position);
+        }
+        if (s.valid == Expr(1)) return element;
+        return "(" + expr(s.valid) + " ? " + element + " : " + literal(0, t) + ")";
+      }
+      case ScalarOp::Cast: return cast(a(0), nodes_[s.args[0]].dtype, t);
+      case ScalarOp::Exp2: return math("exp2");
+      case ScalarOp::Log2: return math("log2");
+      case ScalarOp::Sin: return math("sin");
+      case ScalarOp::Sqrt: return math("sqrt");
+      case ScalarOp::Recip:
+        return rounded(std::string("(") + (f64 ? "1.0" : "1.0f") + " / " + a(0) + ")", t);
+      case ScalarOp::Add: case ScalarOp::Mul: {
+        const char* op = s.op == ScalarOp::Add ? " + " : " * ";
+        return rounded(std::string("(") + compute_type(t) + ")(" + a(0) + op + a(1) + ")", t);
+      }
+      case ScalarOp::Mod:
+        if (is_float) {
+          return rounded(std::string("__builtin_fmod") + (f64 ? "" : "f") + "(" + a(0) + ", " +
+                             a(1) + ")",
+                         t);
+        }
+        return std::string("(") + compute_type(t) + ")kiln_imod(" + a(0) + ", " + a(1) + ")";
+      case ScalarOp::LessThan:
+        return std::string("(") + compute_type(t) + ")(" + a(0) + " < " + a(1) + ")";
+      case ScalarOp::Max: case ScalarOp::Min: {
+        const bool mx = s.op == ScalarOp::Max;
+        if (is_float) {
+          return std::string(mx ? "kiln_fmax" : "kiln_fmin") + (f64 ? "" : "f") + "(" + a(0) +
+                 ", " + a(1) + ")";
+        }
+        return std::string("(") + compute_type(t) + ")" + (mx ? "kiln_imax(" : "kiln_imin(") +
+               a(0) + ", " + a(1) + ")";
+      }
+      case ScalarOp::Select: return "(" + a(0) + " != 0 ? " + a(1) + " : " + a(2) + ")";
+      case ScalarOp::Reduce: break;
+    }
+    KILN_ASSERT(false, "codegen: a Reduce inside a monoid expression");
+    return "";
+  }
+
+  // ---- statements ----
+
+  void line(std::size_t indent, const std::string& text) {
+    code_ << std::string(2 * indent, ' ') << text << '\n';
+  }
+
+  void emit_nodes(std::size_t scope, std::size_t indent) {
+    auto it = homed_.find(scope);
+    if (it == homed_.end()) return;
+    for (ScalarId id : it->second) {
+      const Scalar& s = nodes_[id];
+      if (s.op == ScalarOp::Const || s.op == ScalarOp::Param) continue;
+      if (s.op == ScalarOp::Reduce) {
+        emit_reduce(id, indent);
+        continue;
+      }
+      line(indent, std::string("const ") + compute_type(s.dtype) + " v" + std::to_string(id) +
+                       " = " + compute(id, nullptr) + ";");
+    }
+  }
+
+  void emit_reduce(ScalarId id, std::size_t indent) {
+    const Scalar& s = nodes_[id];
+    const Monoid& m = body_.monoids().at(s.slot);
+    const char* type = compute_type(s.dtype);
+    const std::string acc = "a" + std::to_string(id) + "_";
+    const std::size_t scope = reduce_scope_.count(id) ? reduce_scope_.at(id) : 0;
+    for (std::size_t k = 0; k < m.identity.size(); ++k) {
+      line(indent, std::string(type) + " " + acc + std::to_string(k) + " = " +
+                       literal(m.identity[k], s.dtype) + ";");
+    }
+    const bool innermost = !has_child_scope(scope);
+    if (m.name == "sum" && innermost && graph::is_float(s.dtype) && s.dtype != DType::F16 &&
+        s.dtype != DType::BF16) {
+      line(indent, "#pragma omp simd reduction(+: " + acc + "0)");
+    }
+    const std::string var = "L_" + s.var;
+    line(indent, "for (kiln_i64 " + var + " = 0; " + var + " < " + expr(s.extent) + "; ++" + var +
+                     ") {");
+    if (scope != 0) emit_nodes(scope, indent + 1);
+    std::map<std::size_t, std::string> element;
+    for (std::size_t e = 0; e < s.args.size(); ++e) element[e] = value(s.args[e], nullptr);
+    std::map<std::size_t, std::string> pair;
+    const std::size_t states = m.identity.size();
+    for (std::size_t k = 0; k < states; ++k) pair[k] = acc + std::to_string(k);
+    for (std::size_t k = 0; k < m.lift.size(); ++k) {
+      std::string lifted = "l" + std::to_string(id) + "_" + std::to_string(k);
+      line(indent + 1, std::string("const ") + type + " " + lifted + " = " +
+                           value(m.lift[k], &element) + ";");
+      pair[states + k] = lifted;
+    }
+    for (std::size_t k = 0; k < states; ++k) {
+      line(indent + 1, std::string("const ") + type + " n" + std::to_string(id) + "_" +
+                           std::to_string(k) + " = " + value(m.combine[k], &pair) + ";");
+    }
+    for (std::size_t k = 0; k < states; ++k) {
+      line(indent + 1, acc + std::to_string(k) + " = n" + std::to_string(id) + "_" +
+                           std::to_string(k) + ";");
+    }
+    line(indent, "}");
+    std::map<std::size_t, std::string> state;
+    for (std::size_t k = 0; k < states; ++k) state[k] = acc + std::to_string(k);
+    line(indent, std::string("const ") + type + " v" + std::to_string(id) + " = " +
+                     value(m.finalize, &state) + ";");
+  }
+
+  bool has_child_scope(std::size_t scope) const {
+    for (std::size_t s = 0; s < scopes_.size(); ++s) {
+      if (s != scope && scopes_[s].parent == scope && scopes_[s].reduce) return true;
+    }
+    return false;
+  }
+
+  std::string store_value() const {
+    DType t = body_.dtype();
+    std::string v = value(body_.value(), nullptr);
+    if (t == DType::BF16) return "kiln_bf16_store(" + v + ")";
+    if (t == DType::F16) return "(_Float16)" + v;
+    return v;
+  }
+
+  // Output scope `scope` (inside loops 0..scope-1) and everything inside it.
+  void emit_output_scope(std::size_t scope, std::size_t indent) {
+    emit_nodes(scope, indent);
+    const std::vector<graph::Loop>& loops = body_.loops();
+    if (scope == loops.size()) {
+      std::string position = expr(body_.store_index());
+      if (body_.store_row()) {
+        std::string row = "(kiln_i64)" + value(*body_.store_row(), nullptr);
+        line(indent, "if (" + row + " >= 0 && " + row + " < " + expr(body_.store_row_count()) +
+                         ")");
+        position += " + " + row + " * " + expr(body_.store_row_stride());
+        ++indent;
+      }
+      line(indent, "out[" + position + "] = " + store_value() + ";");
+      return;
+    }
+    // Collapse the perfectly nested parallel loops that start here.
+    std::size_t run = 0;
+    std::string trips = "1";
+    if (!in_parallel_) {
+      while (scope + run < loops.size() && loops[scope + run].parallel &&
+             (run == 0 || !homed_.count(scope + run))) {
+        ++run;
+      }
+      // Keep the innermost loop out of the collapse: a collapsed loop is one linear index,
+      // which the compiler cannot vectorize.
+      if (run > 1 && scope + run == loops.size()) --run;
+      for (std::size_t k = 0; k < run; ++k) trips += " * " + expr(loops[scope + k].extent);
+    }
+    if (run > 0) {
+      line(indent, "#pragma omp parallel for collapse(" + std::to_string(run) +
+                       ") schedule(static) if(" + trips + " >= 4096)");
+      in_parallel_ = true;
+    }
+    const std::size_t loops_here = run > 0 ? run : 1;
+    if (run == 0 && scope + 1 == loops.size() && loops[scope].parallel &&
+        !has_child_scope(scope + 1)) {
+      line(indent, "#pragma omp simd");
+    }
+    for (std::size_t k = 0; k < loops_here; ++k) {
+      const graph::Loop& loop = loops[scope + k];
+      const std::string var = "L_" + loop.var;
+      line(indent + k, "for (kiln_i64 " + var + " = 0; " + var + " < " + expr(loop.extent) +
+                           "; ++" + var + ") {");
+    }
+    emit_output_scope(scope + loops_here, indent + loops_here);
+    for (std::size_t k = loops_here; k-- > 0;) line(indent + k, "}");
+  }
+
+  const Body& body_;
+  const std::vector<Scalar>& nodes_;
+  std::set<std::string> loop_vars_;
+  std::vector<bool> live_;
+  std::vector<std::set<std::string>> deps_;
+  std::map<std::string, ScalarId> reduce_of_var_;
+  std::vector<Scope> scopes_;
+  std::map<ScalarId, std::size_t> reduce_scope_;
+  std::vector<std::optional<std::size_t>> home_;
+  std::map<std::size_t, std::vector<ScalarId>> homed_;
+  bool in_parallel_ = false;
+  std::ostringstream code_;
+};
+
+}  // namespace
+
+KernelSource render_kernel(const Body& body) { return Renderer(body).render(); }
+
+}  // namespace kiln::targets::cpu

@@ -1,0 +1,42 @@
+// Renders a Body (graph/body.hpp) as a C++ function for the CPU (DESIGN §5-6).
+//
+// The kernel ABI, shared by every CPU kernel:
+//   extern "C" void SYMBOL(void* const* buffers, const long long* dims);
+// `buffers` holds input 0 .. n-1, then the output; `dims` the values of body_dims(body), in that
+// order. Buffers hold elements in their dtype's native layout (f32 as float, f16 as _Float16,
+// bf16 as the upper 16 bits of a float, bool as one byte 0/1).
+//
+// Code shape:
+// - Each scalar node is computed once, in the innermost loop its variables need (loop-invariant
+//   code motion): a softmax's row max and row sum are computed once per row, not per element.
+// - The leading perfectly nested parallel output loops become one `omp parallel for
+//   collapse(n)`, taken only when the iteration count is large enough to pay for the threads.
+// - A sum reduction's loop is an `omp simd reduction(+: ...)` when it holds no inner loop, so
+//   it vectorizes (summation order then differs from the reference; results agree within
+//   tolerance).
+// - Arithmetic is in the node's dtype; f16 and bf16 compute in float and round at each node
+//   as the reference does. Float-to-integer casts saturate (NaN gives 0), an integer modulus by
+//   0 gives 0, and a dynamic row out of range reads NaN (0 for integers): a kernel never traps.
+// - No standard headers: math comes from compiler builtins, so sources compile fast.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+
+namespace kiln::targets::cpu {
+
+struct KernelSource {
+  std::string symbol;              // `kiln_` + the Body's key in hex
+  std::string code;                // the function, without the prelude
+  std::vector<std::string> dims;   // body_dims(body): the order of the `dims` argument
+};
+
+// The helpers every kernel source uses; emitted once per translation unit, before kernels.
+const std::string& cpu_prelude();
+
+// The C++ source of `body`.
+KernelSource render_kernel(const graph::Body& body);
+
+}  // namespace kiln::targets::cpu

@@ -1,0 +1,194 @@
+// The CPU kernel compiler and its on-disk cache; see jit.hpp.
+//
+// Cache layout, under <root>/cpu/<hash of compiler version and flags>/:
+//   <symbol>.ref       the name of the shared object that holds the kernel
+//   batch-<hash>.cpp   a translation unit (kept for reading and debugging)
+//   batch-<hash>.so    its shared object
+// Files are written under a temporary name and renamed, so a crash never leaves a half file.
+#include "targets/cpu/jit.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "support/diagnostic.hpp"
+#include "support/hash.hpp"
+
+namespace kiln::targets::cpu {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string hex64(std::uint64_t v) {
+  char buffer[20];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(v));
+  return buffer;
+}
+
+// Runs a shell command; returns its exit status and fills `output` with stdout and stderr.
+int run_command(const std::string& command, std::string& output) {
+  output.clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  return ::pclose(pipe);
+}
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+void write_atomically(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw support::UserError("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+fs::path default_root() {
+  if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kiln";
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return fs::path(home) / ".cache" / "kiln";
+  }
+  return fs::temp_directory_path() / "kiln-cache";
+}
+
+// The first lines of a compiler log: enough to see the error, short enough to print.
+std::string head(const std::string& log, std::size_t lines = 12) {
+  std::istringstream in(log);
+  std::string line, out;
+  for (std::size_t i = 0; i < lines && std::getline(in, line); ++i) out += line + "\n";
+  return out;
+}
+
+}  // namespace
+
+const char* JitCompiler::flags() {
+  return "-std=c++17 -O3 -march=native -fPIC -shared -fopenmp -fno-math-errno -w";
+}
+
+JitCompiler::JitCompiler(fs::path cache_root) {
+  const char* cxx = std::getenv("KILN_CXX");
+  compiler_ = cxx && *cxx ? cxx : "g++";
+  std::string version;
+  if (run_command(compiler_ + " --version", version) != 0) {
+    throw support::UserError("cannot run the C++ compiler '" + compiler_ +
+                             "' (set KILN_CXX): " + head(version, 3));
+  }
+  const std::string identity = head(version, 1) + "|" + flags();
+  dir_ = (cache_root.empty() ? default_root() : cache_root) / "cpu" /
+         hex64(support::hash64(identity));
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw support::UserError("cannot create the kernel cache " + dir_.string());
+}
+
+JitCompiler::~JitCompiler() {
+  for (auto& [path, handle] : libraries_) ::dlclose(handle);
+}
+
+KernelFn JitCompiler::load(const std::string& symbol, std::string& error) {
+  std::ifstream ref(dir_ / (symbol + ".ref"));
+  std::string library;
+  if (!(ref >> library)) {
+    error = "not in the cache";
+    return nullptr;
+  }
+  const fs::path path = dir_ / library;
+  void*& handle = libraries_[path.string()];
+  if (!handle) handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    libraries_.erase(path.string());
+    error = std::string("dlopen failed: ") + ::dlerror();
+    return nullptr;
+  }
+  void* fn = ::dlsym(handle, symbol.c_str());
+  if (!fn) {
+    error = "symbol " + symbol + " missing from " + path.string();
+    return nullptr;
+  }
+  return reinterpret_cast<KernelFn>(fn);
+}
+
+bool JitCompiler::build(const std::vector<const KernelSource*>& sources, std::string& log) {
+  std::string unit = cpu_prelude();
+  for (const KernelSource* s : sources) unit += "\n" + s->code;
+  const std::string name = "batch-" + hex64(support::hash64(unit));
+  const fs::path cpp = dir_ / (name + ".cpp");
+  const fs::path so = dir_ / (name + ".so");
+  write_atomically(cpp, unit);
+  fs::path tmp = so;
+  tmp += ".tmp" + std::to_string(::getpid());
+  const auto start = std::chrono::steady_clock::now();
+  const int status = run_command(compiler_ + " " + flags() + " -o " + quoted(tmp) + " " +
+                                     quoted(cpp),
+                                 log);
+  stats_.compile_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++stats_.compiler_runs;
+  if (status != 0) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    return false;
+  }
+  fs::rename(tmp, so);
+  for (const KernelSource* s : sources) write_atomically(dir_ / (s->symbol + ".ref"), so.filename().string() + "\n");
+  stats_.kernels_compiled += sources.size();
+  return true;
+}
+
+std::vector<CompiledKernel> JitCompiler::compile(const std::vector<KernelSource>& sources) {
+  std::vector<CompiledKernel> out(sources.size());
+  std::vector<std::size_t> missing;
+  std::map<std::string, std::size_t> first;  // one compile per distinct symbol
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    std::string error;
+    out[i].fn = load(sources[i].symbol, error);
+    if (out[i].fn) {
+      ++stats_.cache_hits;
+    } else if (first.emplace(sources[i].symbol, i).second) {
+      missing.push_back(i);
+    }
+  }
+  if (!missing.empty()) {
+    std::vector<const KernelSource*> batch;
+    for (std::size_t i : missing) batch.push_back(&sources[i]);
+    std::string log;
+    if (!build(batch, log)) {
+      // Isolate the broken kernels: compile each alone.
+      for (std::size_t i : missing) {
+        std::string single_log;
+        if (!build({&sources[i]}, single_log)) {
+          out[i].error = "the C++ compiler rejected kernel " + sources[i].symbol + ":\n" +
+                         head(single_log);
+        }
+      }
+    }
+    for (std::size_t i : missing) {
+      if (!out[i].error.empty()) continue;
+      std::string error;
+      out[i].fn = load(sources[i].symbol, error);
+      if (!out[i].fn) out[i].error = error;
+    }
+  }
+  // Duplicates of a symbol share the first one's result.
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    std::size_t j = first.count(sources[i].symbol) ? first[sources[i].symbol] : i;
+    if (!out[i].fn && j != i) out[i] = out[j];
+  }
+  return out;
+}
+
+}  // namespace kiln::targets::cpu

@@ -1,0 +1,211 @@
+// Buffer planning: no two temporaries alive at once share bytes (random DAG-shaped programs and
+// every lowered graph), memory of dead values is reused, in-place aliases are taken exactly
+// when legal, sizes follow the dims.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+#include "graph/tensor.hpp"
+#include "runtime/buffer_plan.hpp"
+#include "runtime/llir.hpp"
+#include "runtime/lower_one_op.hpp"
+#include "tests/unit/test_util.hpp"
+
+using namespace kiln;
+using graph::DType;
+using graph::Expr;
+using runtime::BufferPlan;
+using runtime::Llir;
+using runtime::StepId;
+using runtime::ValueId;
+
+namespace kiln::testing {
+
+// The plan's invariants (also used by test_executor.cpp on every graph it runs).
+void check_buffer_plan(const Llir& llir, const BufferPlan& plan) {
+  const std::size_t n = llir.num_values();
+  REQUIRE(plan.bytes.size() == n);
+  // The value whose buffer `v` took (itself unless produced in place).
+  auto root = [&](ValueId v) {
+    while (llir.value(v).producer && plan.in_place[*llir.value(v).producer]) {
+      const runtime::Step& s = llir.step(*llir.value(v).producer);
+      v = s.inputs[*s.alias];
+    }
+    return v;
+  };
+  for (ValueId v = 0; v < n; ++v) {
+    const runtime::Value& value = llir.value(v);
+    if (value.kind != runtime::ValueKind::Temporary) {
+      CHECK(!plan.offset[v]);
+      continue;
+    }
+    REQUIRE(plan.offset[v]);
+    CHECK(*plan.offset[v] % runtime::kBufferAlignment == 0);
+    CHECK(*plan.offset[v] + plan.bytes[v] <= plan.arena_bytes);
+    CHECK(plan.first_step[v] == *value.producer);
+    CHECK(plan.first_step[v] <= plan.last_step[v]);
+  }
+  for (StepId s = 0; s < llir.num_steps(); ++s) {
+    const runtime::Step& step = llir.step(s);
+    for (ValueId in : step.inputs) {
+      if (plan.offset[in]) CHECK(plan.last_step[in] >= s);
+    }
+    CHECK(!(plan.in_place[s] && plan.copy_alias[s]));
+    CHECK((plan.in_place[s] || plan.copy_alias[s]) == step.alias.has_value());
+    if (plan.in_place[s]) {
+      const ValueId in = step.inputs[*step.alias];
+      CHECK(plan.offset[in] == plan.offset[step.output]);
+      CHECK(plan.last_step[in] == s);
+    }
+  }
+  for (ValueId a = 0; a < n; ++a) {
+    for (ValueId b = a + 1; b < n; ++b) {
+      if (!plan.offset[a] || !plan.offset[b] || !plan.bytes[a] || !plan.bytes[b]) continue;
+      const bool live_together = plan.first_step[a] <= plan.last_step[b] &&
+                                 plan.first_step[b] <= plan.last_step[a];
+      const bool share = *plan.offset[a] < *plan.offset[b] + plan.bytes[b] &&
+                         *plan.offset[b] < *plan.offset[a] + plan.bytes[a];
+      if (!live_together || !share) continue;
+      INFO("%" << a << " and %" << b << " share bytes while both alive");
+      // Only an in-place chain may, and its members meet at one step at most.
+      CHECK(root(a) == root(b));
+      CHECK((plan.last_step[a] <= plan.first_step[b] || plan.last_step[b] <= plan.first_step[a]));
+    }
+  }
+}
+
+}  // namespace kiln::testing
+
+namespace {
+
+// A kernel reading `inputs` and writing `size` elements (never run: only its shape matters).
+graph::Body kernel(const Llir& llir, const std::vector<ValueId>& inputs, const Expr& size) {
+  std::vector<DType> dtypes;
+  for (ValueId v : inputs) dtypes.push_back(llir.value(v).dtype);
+  graph::BodyBuilder b(dtypes);
+  Expr o = b.output_loop(size);
+  graph::ScalarId value = b.constant(1.0, DType::F32);
+  for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
+    if (dtypes[slot] == DType::F32) value = b.binary(graph::ScalarOp::Add, value, b.load(slot, 0));
+  }
+  return b.finish(value, size, o);
+}
+
+// A Scatter-like kernel: writes rows of a buffer that starts as input 0 (alias 0).
+graph::Body scatter_kernel(const Llir& llir, const std::vector<ValueId>& inputs,
+                           const Expr& size) {
+  std::vector<DType> dtypes;
+  for (ValueId v : inputs) dtypes.push_back(llir.value(v).dtype);
+  graph::BodyBuilder b(dtypes);
+  Expr o = b.output_loop(1, false);
+  graph::ScalarId row = b.load(1, 0);
+  return b.finish_rows(b.load(0, o), size, o, row, 1, size, 0);
+}
+
+// A random program: inputs, then steps reading random earlier values, some of them in place.
+Llir random_llir(std::mt19937& rng, std::size_t steps) {
+  Llir llir;
+  const Expr n = Expr::dim("n");
+  std::vector<ValueId> floats{llir.add_input("a", DType::F32, {n, 4}),
+                              llir.add_input("b", DType::F32, {16})};
+  const ValueId ids = llir.add_input("ids", DType::I32, {1});
+  auto pick = [&] { return floats[std::uniform_int_distribution<std::size_t>(
+                        0, floats.size() - 1)(rng)]; };
+  for (std::size_t i = 0; i < steps; ++i) {
+    const std::string label = "step " + std::to_string(i);
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
+      const ValueId dest = pick();
+      const std::vector<ValueId> ins{dest, ids};
+      const Expr size = llir.value(dest).size;
+      floats.push_back(llir.add_kernel(scatter_kernel(llir, ins, size), ins,
+                                       llir.value(dest).shape, label));
+      continue;
+    }
+    std::vector<ValueId> ins;
+    const int count = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int k = 0; k < count; ++k) ins.push_back(pick());
+    const std::vector<Expr> shape{n * std::uniform_int_distribution<int>(1, 9)(rng), Expr(3)};
+    floats.push_back(llir.add_kernel(kernel(llir, ins, runtime::shape_size(shape)), ins, shape,
+                                     label));
+  }
+  for (std::size_t k = 0; k < 2; ++k) llir.add_output("out" + std::to_string(k), pick());
+  return llir;
+}
+
+}  // namespace
+
+TEST_CASE("buffer plan: random programs never share live bytes", "[runtime][buffer_plan]") {
+  std::mt19937 rng(20240601);
+  std::size_t in_place = 0;
+  std::size_t copies = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Llir llir = random_llir(rng, 4 + static_cast<std::size_t>(trial % 25));
+    for (std::int64_t n : {1, 7}) {
+      INFO("trial " << trial << " n=" << n << "\n" << runtime::to_text(llir));
+      const BufferPlan plan = runtime::plan_buffers(llir, {{"n", n}});
+      kiln::testing::check_buffer_plan(llir, plan);
+      CHECK(plan.arena_bytes <= plan.unshared_bytes + runtime::kBufferAlignment *
+                                                          llir.num_values());
+      for (StepId s = 0; s < llir.num_steps(); ++s) {
+        in_place += plan.in_place[s];
+        copies += plan.copy_alias[s];
+      }
+    }
+  }
+  // The generator exercises both outcomes.
+  CHECK(in_place > 0);
+  CHECK(copies > 0);
+}
+
+TEST_CASE("buffer plan: a chain reuses dead buffers", "[runtime][buffer_plan]") {
+  graph::GraphBuilder gb;
+  graph::GraphTensor x = gb.input("x", {Expr::dim("n"), 16}, DType::F32);
+  graph::GraphTensor y = x;
+  for (int i = 0; i < 6; ++i) y = graph::exp(y) + 1.0;  // a long chain of temporaries
+  y.output("y");
+  const Llir llir = runtime::lower_one_op(gb.graph());
+  const BufferPlan plan = runtime::plan_buffers(llir, {{"n", 8}});
+  kiln::testing::check_buffer_plan(llir, plan);
+  // At most two chain values are alive at once (constants are tiny): far below the sum.
+  CHECK(plan.unshared_bytes >= 12 * 8 * 16 * 4);
+  CHECK(plan.arena_bytes <= 3 * 8 * 16 * 4);
+  // Sizes follow the dims.
+  const BufferPlan bigger = runtime::plan_buffers(llir, {{"n", 80}});
+  CHECK(bigger.unshared_bytes > 9 * plan.unshared_bytes);
+  CHECK(!runtime::to_text(llir, plan).empty());
+  CHECK(kiln::testing::contains(
+      kiln::testing::user_error_of([&] { runtime::plan_buffers(llir, {}); }), "n"));
+}
+
+TEST_CASE("buffer plan: in-place scatter when the destination dies, a copy when it is read later",
+          "[runtime][buffer_plan]") {
+  graph::GraphBuilder gb;
+  graph::GraphTensor table = gb.input("table", {6, 4}, DType::F32);
+  graph::GraphTensor ids = gb.input("ids", {2}, DType::I32);
+  graph::GraphTensor values = gb.input("values", {2, 4}, DType::F32);
+  graph::GraphTensor dead = table * 2.0;    // read only by its scatter
+  graph::GraphTensor reread = table + 1.0;  // read by its scatter and afterwards
+  graph::scatter(dead, ids, values).output("a");
+  graph::GraphTensor b = graph::scatter(reread, ids, values);
+  (b + reread).output("b");
+  graph::scatter(table, ids, values).output("c");  // a graph input: never overwritten
+  const Llir llir = runtime::lower_one_op(gb.graph());
+  const BufferPlan plan = runtime::plan_buffers(llir, {});
+  kiln::testing::check_buffer_plan(llir, plan);
+
+  std::vector<StepId> scatters;
+  for (StepId s = 0; s < llir.num_steps(); ++s) {
+    if (llir.step(s).alias) scatters.push_back(s);
+  }
+  REQUIRE(scatters.size() == 3);
+  const runtime::Step& first = llir.step(scatters[0]);
+  CHECK(plan.in_place[scatters[0]]);
+  CHECK(plan.offset[first.output] == plan.offset[first.inputs[0]]);
+  const runtime::Step& second = llir.step(scatters[1]);
+  CHECK(plan.copy_alias[scatters[1]]);
+  CHECK(plan.offset[second.output] != plan.offset[second.inputs[0]]);
+  CHECK(plan.copy_alias[scatters[2]]);
+}

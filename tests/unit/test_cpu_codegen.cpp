@@ -1,0 +1,208 @@
+// targets/cpu: every one-op Body of a set of graphs, rendered to C++, compiled in one batch and
+// run on native buffers, agrees with the Body interpreter; the cache makes a second compile
+// free; a broken source is rejected with the compiler's message.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+#include "graph/body_lower.hpp"
+#include "graph/interpret.hpp"
+#include "graph/tensor.hpp"
+#include "runtime/native.hpp"
+#include "targets/cpu/codegen.hpp"
+#include "targets/cpu/jit.hpp"
+#include "tests/unit/test_util.hpp"
+
+using namespace kiln;
+using namespace kiln::graph;
+using kiln::testing::contains;
+
+namespace {
+
+std::filesystem::path fresh_cache(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kiln-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// One kernel to check: its Body, its input buffers (as doubles) and dims.
+struct Case {
+  std::string label;
+  Body body;
+  std::vector<std::vector<double>> inputs;
+  DimValues dims;
+};
+
+// Every non-Input node of `g`, with inputs computed op by op by the Body interpreter.
+void collect(const Graph& g, const DimValues& dims, const std::map<std::string, Tensor>& feeds,
+             std::vector<Case>& cases) {
+  std::vector<std::vector<double>> values(g.size());
+  for (NodeId id : g.topological_order()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      values[id] = feeds.at(n.name).data;
+      continue;
+    }
+    Case c{"%" + std::to_string(id) + " " + std::string(op_name(n.op)), one_op_body(g, id), {}, dims};
+    std::vector<const std::vector<double>*> ins;
+    for (const Graph::Input& in : g.inputs(id)) {
+      c.inputs.push_back(values[in.producer]);
+      ins.push_back(&values[in.producer]);
+    }
+    std::vector<double> out(static_cast<std::size_t>(evaluate(c.body.output_size(), dims)));
+    if (c.body.output_aliases()) out = *ins[*c.body.output_aliases()];
+    interpret_body(c.body, ins, dims, out);
+    values[id] = out;
+    cases.push_back(std::move(c));
+  }
+}
+
+Tensor random_tensor(std::mt19937& rng, DType dtype, std::vector<std::int64_t> shape) {
+  Tensor t{dtype, shape, {}};
+  std::uniform_real_distribution<double> dist(-3.0, 3.0);
+  for (std::int64_t i = 0; i < numel(shape); ++i) {
+    double v = dist(rng);
+    t.data.push_back(round_to_dtype(is_float(dtype) ? v : std::floor(v), dtype));
+  }
+  return t;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  std::mt19937 rng(3);
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    GraphBuilder gb;
+    Expr seq = Expr::dim("seq");
+    GraphTensor x = gb.input("x", {seq, 7}, dt);
+    GraphTensor w = gb.input("w", {7, 5}, dt);
+    GraphTensor t = transpose(x, 0, 1);
+    (x * 2.0 + 1.0).output("affine");
+    exp(t).output("exp");
+    log(x * x + 1.0).output("log");
+    sqrt(x * x).output("sqrt");
+    sin(x).output("sin");
+    recip(x + 10.0).output("recip");
+    relu(x).output("relu");
+    max(x, 1).output("max");
+    softmax(x, 1).output("softmax");
+    softmax(t, 0).output("softmax_t");
+    matmul(x, w).output("matmul");
+    mean(x, 0).output("mean");
+    (x.with_view(x.view().pad(1, 2, 1)) + 1.0).output("pad");
+    collect(gb.graph(), {{"seq", 9}},
+            {{"x", random_tensor(rng, dt, {9, 7})}, {"w", random_tensor(rng, dt, {7, 5})}}, cases);
+  }
+  {
+    GraphBuilder gb;
+    GraphTensor table = gb.input("table", {6, 4}, DType::F32);
+    GraphTensor ids = gb.input("ids", {3}, DType::I32);
+    GraphTensor values = gb.input("values", {3, 4}, DType::F32);
+    GraphTensor k = gb.input("k", {3}, DType::I32);
+    Node gather;
+    gather.op = Op::Gather;
+    gather.shape = {Expr(3), Expr(4)};
+    gb.add(gather, {table, ids}).output("gathered");
+    Node scatter;
+    scatter.op = Op::Scatter;
+    scatter.shape = {Expr(6), Expr(4)};
+    gb.add(scatter, {table, ids, values}).output("scattered");
+    Node mod;
+    mod.op = Op::Mod;
+    mod.dtype = DType::I32;
+    mod.shape = {Expr(3)};
+    gb.add(mod, {ids + 7.0, k}).output("mod");
+    Node cast;
+    cast.op = Op::Cast;
+    cast.dtype = DType::I32;
+    cast.shape = {Expr(6), Expr(4)};
+    gb.add(cast, {table * 1000.0}).output("to_int");
+    collect(gb.graph(), {},
+            {{"table", random_tensor(rng, DType::F32, {6, 4})},
+             {"ids", Tensor{DType::I32, {3}, {4, 0, 4}}},
+             {"values", random_tensor(rng, DType::F32, {3, 4})},
+             {"k", Tensor{DType::I32, {3}, {3, -2, 5}}}},
+            cases);
+  }
+  return cases;
+}
+
+double tolerance(DType t) {
+  switch (t) {
+    case DType::F16: return 2e-3;
+    case DType::BF16: return 2e-2;
+    case DType::F32: return 1e-5;
+    default: return 1e-12;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CPU kernels agree with the Body interpreter", "[cpu]") {
+  std::vector<Case> cases = all_cases();
+  std::vector<targets::cpu::KernelSource> sources;
+  for (const Case& c : cases) sources.push_back(targets::cpu::render_kernel(c.body));
+  const auto cache = fresh_cache("codegen");
+  targets::cpu::JitCompiler jit(cache);
+  std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
+  CHECK(jit.stats().compiler_runs == 1);
+
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    INFO(c.label << "\n" << to_text(c.body) << sources[i].code);
+    REQUIRE(kernels[i].fn != nullptr);
+    std::vector<std::vector<std::byte>> buffers;
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      buffers.push_back(runtime::to_native(c.inputs[k], c.body.inputs()[k]));
+    }
+    const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
+    std::vector<double> expected(size);
+    std::vector<const std::vector<double>*> ins;
+    for (const auto& in : c.inputs) ins.push_back(&in);
+    if (c.body.output_aliases()) expected = c.inputs[*c.body.output_aliases()];
+    interpret_body(c.body, ins, c.dims, expected);
+    std::vector<double> initial(size, 0.0);
+    if (c.body.output_aliases()) initial = c.inputs[*c.body.output_aliases()];
+    buffers.push_back(runtime::to_native(initial, c.body.dtype()));
+    std::vector<void*> pointers;
+    for (auto& b : buffers) pointers.push_back(b.data());
+    std::vector<long long> dims;
+    for (const std::string& d : sources[i].dims) dims.push_back(c.dims.at(d));
+    kernels[i].fn(pointers.data(), dims.data());
+    std::vector<double> got = runtime::from_native(buffers.back().data(), size, c.body.dtype());
+    for (std::size_t j = 0; j < size; ++j) {
+      INFO("element " << j);
+      CHECK(std::fabs(got[j] - expected[j]) <=
+            tolerance(c.body.dtype()) * (1.0 + std::fabs(expected[j])));
+    }
+  }
+
+  // A second compiler over the same cache compiles nothing.
+  targets::cpu::JitCompiler again(cache);
+  std::vector<targets::cpu::CompiledKernel> cached = again.compile(sources);
+  CHECK(again.stats().compiler_runs == 0);
+  CHECK(again.stats().cache_hits == sources.size());
+  for (const auto& k : cached) CHECK(k.fn != nullptr);
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("a kernel that does not compile is rejected, the others load", "[cpu]") {
+  BodyBuilder b({DType::F32});
+  Expr i = b.output_loop(Expr(4));
+  Body body = b.finish(b.load(0, i), Expr(4), i);
+  targets::cpu::KernelSource good = targets::cpu::render_kernel(body);
+  targets::cpu::KernelSource bad{"kiln_broken", "extern \"C\" void kiln_broken() { oops; }\n", {}};
+  const auto cache = fresh_cache("broken");
+  targets::cpu::JitCompiler jit(cache);
+  std::vector<targets::cpu::CompiledKernel> out = jit.compile({good, bad});
+  CHECK(out[0].fn != nullptr);
+  CHECK(out[1].fn == nullptr);
+  CHECK(contains(out[1].error, "the C++ compiler rejected kernel kiln_broken"));
+  CHECK(contains(out[1].error, "oops"));
+  std::filesystem::remove_all(cache);
+}
