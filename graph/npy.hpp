@@ -1,0 +1,15 @@
+// Reading NumPy .npy files (format versions 1-3) into graph::Tensor, for `kiln run --input`.
+// Supported element types: little-endian f2 (f16), f4, f8, i4, i8, u1 and b1, in C order.
+// Anything else (Fortran order, big-endian, other types, a truncated file) is a UserError
+// naming the file and the problem.
+#pragma once
+
+#include <filesystem>
+
+#include "graph/interpret.hpp"
+
+namespace kiln::graph {
+
+Tensor read_npy(const std::filesystem::path& path);
+
+}  // namespace kiln::graph
