@@ -104,14 +104,8 @@ std::vector<Case> all_cases() {
     GraphTensor ids = gb.input("ids", {3}, DType::I32);
     GraphTensor values = gb.input("values", {3, 4}, DType::F32);
     GraphTensor k = gb.input("k", {3}, DType::I32);
-    Node gather;
-    gather.op = Op::Gather;
-    gather.shape = {Expr(3), Expr(4)};
-    gb.add(gather, {table, ids}).output("gathered");
-    Node scatter;
-    scatter.op = Op::Scatter;
-    scatter.shape = {Expr(6), Expr(4)};
-    gb.add(scatter, {table, ids, values}).output("scattered");
+    gather(table, ids).output("gathered");
+    scatter(table, ids, values).output("scattered");
     Node mod;
     mod.op = Op::Mod;
     mod.dtype = DType::I32;

@@ -11,26 +11,18 @@
 
 #include "graph/interpret.hpp"
 #include "graph/tensor.hpp"
+#include "tests/unit/graph_fixtures.hpp"
+#include "tests/unit/test_util.hpp"
 #include "support/diagnostic.hpp"
 
 using namespace kiln::graph;
 using kiln::support::UserError;
 
+using kiln::testing::random_tensor;
+using kiln::testing::user_error_of;
+using kiln::testing::dims;
+
 namespace {
-
-Tensor random_tensor(std::vector<std::int64_t> shape, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-2.0, 2.0);
-  Tensor t;
-  t.dtype = DType::F64;
-  t.shape = std::move(shape);
-  for (std::int64_t i = 0; i < numel(t.shape); ++i) t.data.push_back(dist(rng));
-  return t;
-}
-
-std::vector<Expr> dims(std::vector<std::int64_t> sizes) {
-  return std::vector<Expr>(sizes.begin(), sizes.end());
-}
 
 Tensor run(const GraphBuilder& b, const std::map<std::string, Tensor>& inputs,
            const std::string& out = "y", const DimValues& dv = {}) {
@@ -38,14 +30,6 @@ Tensor run(const GraphBuilder& b, const std::map<std::string, Tensor>& inputs,
   return interpret(b.graph(), dv, inputs).at(out);
 }
 
-std::string error_of(auto&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -183,19 +167,19 @@ TEST_CASE("tensor: shape and dtype misuse is a UserError naming the op and shape
   GraphTensor y = b.input("y", dims({4, 3}));
   GraphTensor w = b.input("w", dims({4, 5}));
   GraphTensor i = b.input("i", dims({2, 3}), DType::I32);
-  CHECK_THAT(error_of([&] { x + y; }), Catch::Contains("add") && Catch::Contains("[2, 3]") &&
+  CHECK_THAT(user_error_of([&] { x + y; }), Catch::Contains("add") && Catch::Contains("[2, 3]") &&
                                            Catch::Contains("[4, 3]"));
-  CHECK_THAT(error_of([&] { x - y; }), Catch::Contains("sub"));
-  CHECK_THAT(error_of([&] { x + i; }), Catch::Contains("dtypes differ"));
-  CHECK_THAT(error_of([&] { matmul(x, w); }),
+  CHECK_THAT(user_error_of([&] { x - y; }), Catch::Contains("sub"));
+  CHECK_THAT(user_error_of([&] { x + i; }), Catch::Contains("dtypes differ"));
+  CHECK_THAT(user_error_of([&] { matmul(x, w); }),
              Catch::Contains("matmul") && Catch::Contains("[2, 3] and [4, 5]"));
-  CHECK_THAT(error_of([&] { reshape(x, dims({5})); }),
+  CHECK_THAT(user_error_of([&] { reshape(x, dims({5})); }),
              Catch::Contains("reshape") && Catch::Contains("[2, 3]"));
-  CHECK_THAT(error_of([&] { sum(x, 2); }), Catch::Contains("sum: axis 2"));
-  CHECK_THAT(error_of([&] { exp(i); }), Catch::Contains("exp") && Catch::Contains("i32"));
-  CHECK_THAT(error_of([&] { expand(x, 0, 5); }), Catch::Contains("expand"));
-  CHECK_THAT(error_of([&] { permute(x, {0, 0}); }), Catch::Contains("permute"));
+  CHECK_THAT(user_error_of([&] { sum(x, 2); }), Catch::Contains("sum: axis 2"));
+  CHECK_THAT(user_error_of([&] { exp(i); }), Catch::Contains("exp") && Catch::Contains("i32"));
+  CHECK_THAT(user_error_of([&] { expand(x, 0, 5); }), Catch::Contains("expand"));
+  CHECK_THAT(user_error_of([&] { permute(x, {0, 0}); }), Catch::Contains("permute"));
   GraphBuilder other;
   GraphTensor z = other.input("z", dims({2, 3}));
-  CHECK_THAT(error_of([&] { x * z; }), Catch::Contains("two different builders"));
+  CHECK_THAT(user_error_of([&] { x * z; }), Catch::Contains("two different builders"));
 }

@@ -13,40 +13,21 @@
 
 #include "graph/interpret.hpp"
 #include "graph/tensor.hpp"
+#include "tests/unit/graph_fixtures.hpp"
 #include "tests/unit/test_util.hpp"
 
 using namespace kiln::graph;
 using kiln::testing::contains;
 using kiln::testing::user_error_of;
 
+using kiln::testing::random_tensor;
+using kiln::testing::tensor;
+using kiln::testing::dims;
+using kiln::testing::run_all;
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Tensor random_tensor(std::vector<std::int64_t> shape, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-2.0, 2.0);
-  Tensor t;
-  t.dtype = DType::F64;
-  t.shape = std::move(shape);
-  for (std::int64_t i = 0; i < numel(t.shape); ++i) t.data.push_back(dist(rng));
-  return t;
-}
-
-Tensor tensor(std::vector<std::int64_t> shape, std::vector<double> data, DType dtype = DType::F64) {
-  return Tensor{dtype, std::move(shape), std::move(data)};
-}
-
-std::vector<Expr> dims(std::vector<std::int64_t> sizes) {
-  return std::vector<Expr>(sizes.begin(), sizes.end());
-}
-
-std::map<std::string, Tensor> run_all(const GraphBuilder& b,
-                                      const std::map<std::string, Tensor>& inputs,
-                                      const DimValues& dv = {}) {
-  validate(b.graph());
-  return interpret(b.graph(), dv, inputs);
-}
 
 using Shape = std::vector<std::int64_t>;
 
