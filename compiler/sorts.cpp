@@ -1,6 +1,7 @@
 // Registering the Expr, Shape and View sorts, and how their values print.
 #include "compiler/sorts.hpp"
 
+#include <cstdio>
 #include <optional>
 
 #include "support/hash.hpp"
@@ -49,6 +50,14 @@ std::string ViewSort::print(engine::Value v) const {
   return literal("view", graph::to_string(get(v)));
 }
 
+std::string BodySort::print(engine::Value v) const {
+  const support::Hash128 key = get(v).key();
+  char hex[40];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(key.high),
+                static_cast<unsigned long long>(key.low));
+  return literal("body", std::string("kiln_") + hex);
+}
+
 GraphSorts register_graph_sorts(engine::EGraph& egraph) {
   GraphSorts s;
   s.i64 = builtin(egraph, "i64");
@@ -63,11 +72,15 @@ GraphSorts register_graph_sorts(engine::EGraph& egraph) {
   s.expr = egraph.add_sort(engine::Sort{"Expr", false, expr_sort});
   s.shape = egraph.add_sort(engine::Sort{"Shape", false, shape_sort});
   s.view = egraph.add_sort(engine::Sort{"View", false, view_sort});
+  auto body_sort = std::make_shared<const BodySort>();
+  s.body = egraph.add_sort(engine::Sort{"Body", false, body_sort});
+  s.body_sort = body_sort;
   s.expr_sort = expr_sort;
   s.shape_sort = shape_sort;
   s.view_sort = view_sort;
   add_expr_primitives(egraph, s);
   add_shape_and_view_primitives(egraph, s);
+  add_body_primitives(egraph, s);
   return s;
 }
 

@@ -1,12 +1,14 @@
 // The graph library's values as engine primitive sorts (DESIGN §3): `Expr` (symbolic integers),
-// `Shape` (a list of Exprs) and `View` (ShapeTracker), with the primitives rules use to compute
+// `Shape` (a list of Exprs), `View` (ShapeTracker) and `Body` (a kernel's loop nest), with the primitives rules use to compute
 // shapes and views inside queries and actions. The engine knows nothing of graph/; this glue
 // does (DESIGN §2). docs/rule-language.md lists every primitive.
 //
 // Values are interned per sort: equal Exprs (structurally, in canonical form) are one Value,
 // so rows compare and join as integers. Printing shows the data, never the intern number, as a
 // literal that reads back: `(expr "2*seq + 1")`, `(shape "[seq, 64]")`,
-// `(view "View(shape=[seq, 64], strides=[64, 1], offset=0)")`.
+// `(view "View(shape=[seq, 64], strides=[64, 1], offset=0)")`. A Body has no text form to read
+// back: it prints as its key, `(body "kiln_<32 hex digits>")`, and enters the e-graph from C++
+// (the compiler interns one-op and transformed Bodies) or from primitives.
 //
 // Failures. A primitive fails (filters the match in a query; is a located run-time error in
 // an action, "primitive 'expr' failed" at the call) on a bad literal, a constant zero divisor,
@@ -22,6 +24,7 @@
 #include "engine/builtins.hpp"
 #include "engine/egraph.hpp"
 #include "engine/intern.hpp"
+#include "graph/body.hpp"
 #include "graph/expr.hpp"
 #include "graph/view.hpp"
 #include "support/diagnostic.hpp"
@@ -60,17 +63,29 @@ class ViewSort final : public InternedSort<graph::View, graph::ViewHash> {
   std::string print(engine::Value v) const override;
 };
 
+struct BodyHash {
+  std::size_t operator()(const graph::Body& b) const {
+    return static_cast<std::size_t>(b.key().low);
+  }
+};
+
+class BodySort final : public InternedSort<graph::Body, BodyHash> {
+ public:
+  std::string print(engine::Value v) const override;
+};
+
 // The sorts as registered in one e-graph, with the builtin sorts their primitives use.
 struct GraphSorts {
-  engine::SortId expr = 0, shape = 0, view = 0;
+  engine::SortId expr = 0, shape = 0, view = 0, body = 0;
   engine::SortId i64 = 0, unit = 0, string = 0;
   std::shared_ptr<const ExprSort> expr_sort;
   std::shared_ptr<const ShapeSort> shape_sort;
   std::shared_ptr<const ViewSort> view_sort;
+  std::shared_ptr<const BodySort> body_sort;
   std::shared_ptr<const engine::StringSort> string_sort;
 };
 
-// Registers Expr, Shape and View and their primitives in `egraph`, which must already have the
+// Registers Expr, Shape, View and Body and their primitives in `egraph`, which must already have the
 // builtin sorts (engine::add_builtins; every dsl::Session has them). Call once per e-graph,
 // before the program that uses them runs (rules/hlir.egg needs them).
 GraphSorts register_graph_sorts(engine::EGraph& egraph);
@@ -78,6 +93,9 @@ GraphSorts register_graph_sorts(engine::EGraph& egraph);
 // The primitives of each sort (expr_sort.cpp, view_sort.cpp); register_graph_sorts calls them.
 void add_expr_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
+// body-key (Body -> String), body-inputs (Body -> i64: input buffers), body-loops (Body -> i64:
+// output loops), body-reduces (Body -> i64: reduction nodes), body-text (Body -> String).
+void add_body_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 
 // Wraps a primitive body so that a support::UserError from the graph library (bad text, zero
 // divisor, overflow, bad view argument) becomes a primitive failure, never an escape from a

@@ -140,6 +140,13 @@ class Body {
   std::vector<DType> inputs_;
 };
 
+// The deterministic text form (live nodes only, renumbered), e.g.
+//   body f32 (in0 f32)
+//     %0 = load f32 in0[o0]
+//     loop o0 < n
+//     store [o0] of n = %0
+std::string to_text(const Body& body);
+
 // Builds a Body. Nodes are hash-consed: adding an equal node again returns the same id.
 // Variables come from output_loop() and reduce_var(); uses of unknown variables, inputs or
 // monoids are internal errors (the builder is used by compiler code, not users).

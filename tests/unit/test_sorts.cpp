@@ -222,3 +222,35 @@ TEST_CASE("sorts: a C++ graph loads through to_egglog and rules/hlir.egg", "[com
   CHECK(p.holds("(broadcast-last $t0)"));
   CHECK_FALSE(p.holds("(broadcast-last $t1)"));
 }
+
+TEST_CASE("sorts: Body values intern by content and answer body-* primitives", "[compiler]") {
+  GraphProgram p;
+  const compiler::GraphSorts& s = p.sorts();
+  auto softmax_body = [] {
+    graph::BodyBuilder b({graph::DType::F32});
+    Expr i = b.output_loop(Expr(4));
+    std::string r = b.reduce_var();
+    graph::ScalarId total =
+        b.reduce(b.sum_monoid(graph::DType::F32), r, Expr(8), {b.load(0, i * 8 + Expr::dim(r))},
+                 graph::DType::F32);
+    return b.finish(total, Expr(4), i);
+  };
+  const engine::Value a = s.body_sort->make(softmax_body());
+  const engine::Value b = s.body_sort->make(softmax_body());
+  CHECK(a == b);  // built twice, one value
+  auto call = [&](const char* name, engine::Value arg) {
+    const auto& overloads = p.egraph().primitives().overloads(name);
+    REQUIRE(overloads.size() == 1);
+    engine::Value out = 0;
+    REQUIRE(overloads[0]->apply(&arg, 1, out));
+    return out;
+  };
+  CHECK(engine::I64Sort::get(call("body-inputs", a)) == 1);
+  CHECK(engine::I64Sort::get(call("body-loops", a)) == 1);
+  CHECK(engine::I64Sort::get(call("body-reduces", a)) == 1);
+  const std::string key = s.string_sort->get(call("body-key", a));
+  CHECK(key.rfind("kiln_", 0) == 0);
+  CHECK(key.size() == 5 + 32);
+  CHECK(s.body_sort->print(a) == "(body \"" + key + "\")");
+  CHECK(kiln::testing::contains(s.string_sort->get(call("body-text", a)), "reduce f32 m0 r0 < 8"));
+}
