@@ -81,6 +81,7 @@ GraphSorts register_graph_sorts(engine::EGraph& egraph) {
   add_expr_primitives(egraph, s);
   add_shape_and_view_primitives(egraph, s);
   add_body_primitives(egraph, s);
+  add_kernel_primitives(egraph, s);
   return s;
 }
 

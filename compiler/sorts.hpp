@@ -96,6 +96,11 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& sor
 // body-key (Body -> String), body-inputs (Body -> i64: input buffers), body-loops (Body -> i64:
 // output loops), body-reduces (Body -> i64: reduction nodes), body-text (Body -> String).
 void add_body_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
+// one-op-body (an HLIR op's one-op Body from its attributes and input views, by arity),
+// dtype-join (String String -> String, fails on different dtypes), shape-drop and shape-merge
+// (Shape i64 -> Shape), view-has-mask (View -> bool); kernel_primitives.cpp, for
+// kernel_rewrite.egg, dtype_prop.egg, matmul_flattening/ and the library rules.
+void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 
 // Wraps a primitive body so that a support::UserError from the graph library (bad text, zero
 // divisor, overflow, bad view argument) becomes a primitive failure, never an escape from a

@@ -67,7 +67,7 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
   RowId r = find_row(f, keys_in, keys);
   if (r != kNoRow) return canonical(f.decl.output, f.table.output(r));
   Value fresh = make_class();
-  f.table.append(keys, fresh, now_, false);
+  f.table.append(keys, fresh, now_, false, current_origin_);
   ++version_;
   return fresh;
 }
@@ -80,9 +80,10 @@ std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
   return canonical(f.decl.output, f.table.output(r));
 }
 
-void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed) {
+void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed,
+                       OriginId origin) {
   if (r == kNoRow) {
-    f.table.append(keys, output, now_, subsumed);
+    f.table.append(keys, output, now_, subsumed, origin);
     ++version_;
     return;
   }
@@ -104,8 +105,9 @@ void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value outpu
       Value merged = canonical(f.decl.output, f.decl.merge_fn(*this, old_value, output));
       if (merged == old_value) return;
       bool was_subsumed = f.table.subsumed(r);
+      OriginId was_origin = f.table.origin(r);
       f.table.kill(r);
-      f.table.append(keys, merged, now_, was_subsumed);
+      f.table.append(keys, merged, now_, was_subsumed, was_origin);
       ++version_;
       return;
     }
@@ -116,7 +118,7 @@ void EGraph::set(FunctionId id, const Value* keys_in, Value output) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
   RowId r = find_row(f, keys_in, keys);
-  write_row(f, r, keys, canonical(f.decl.output, output), false);
+  write_row(f, r, keys, canonical(f.decl.output, output), false, current_origin_);
 }
 
 bool EGraph::remove(FunctionId id, const Value* keys_in) {
@@ -163,12 +165,15 @@ bool EGraph::rebuild_pass() {
       }
     }
     if (stale.empty()) continue;
-    // Kill all stale rows first so a re-written row never merges into a stale one.
-    saved.resize(stale.size() * (width + 1));
+    // Kill all stale rows first so a re-written row never merges into a stale one. Each saved
+    // row is its cells, its subsumed flag and its origin.
+    std::size_t stride = width + 2;
+    saved.resize(stale.size() * stride);
     for (std::size_t i = 0; i < stale.size(); ++i) {
       const Value* row = t.row(stale[i]);
-      std::copy_n(row, width, &saved[i * (width + 1)]);
-      saved[i * (width + 1) + width] = t.subsumed(stale[i]);
+      std::copy_n(row, width, &saved[i * stride]);
+      saved[i * stride + width] = t.subsumed(stale[i]);
+      saved[i * stride + width + 1] = t.origin(stale[i]);
       t.kill(stale[i]);
     }
     ++version_;
@@ -176,12 +181,13 @@ bool EGraph::rebuild_pass() {
     // yields to the row already there, the error is raised once the table is whole again.
     std::exception_ptr failure;
     for (std::size_t i = 0; i < stale.size(); ++i) {
-      Value* row = &saved[i * (width + 1)];
+      Value* row = &saved[i * stride];
       for (std::uint32_t c = 0; c < width; ++c) {
         if (f.eq_columns[c]) row[c] = union_find_.find(row[c]);
       }
       try {
-        write_row(f, f.table.find(row), row, canonical(f.decl.output, row[width - 1]), row[width] != 0);
+        write_row(f, f.table.find(row), row, canonical(f.decl.output, row[width - 1]), row[width] != 0,
+                  static_cast<OriginId>(row[width + 1]));
       } catch (...) {
         if (!failure) failure = std::current_exception();
       }
@@ -203,6 +209,43 @@ std::size_t EGraph::total_rows() const {
   std::size_t total = 0;
   for (const FunctionEntry& f : functions_) total += f.table.size();
   return total;
+}
+
+OriginId EGraph::intern_origin(const std::string& rule_name) {
+  auto [it, inserted] = origin_by_name_.try_emplace(rule_name, static_cast<OriginId>(origin_names_.size()));
+  if (inserted) {
+    KILN_ASSERT(origin_names_.size() < kNoOrigin, "too many rule origins");
+    origin_names_.push_back(rule_name);
+  }
+  return it->second;
+}
+
+std::optional<std::string> EGraph::row_origin(FunctionId f, RowId row) const {
+  OriginId origin = functions_[f].table.origin(row);
+  if (origin == kNoOrigin) return std::nullopt;
+  return origin_names_[origin];
+}
+
+std::vector<std::string> EGraph::rules_in_eclass(SortId sort, Value eclass) const {
+  bool eq = sorts_[sort].is_eq;
+  Value target = eq ? union_find_.find_const(eclass) : eclass;
+  std::vector<OriginId> origins;
+  for (const FunctionEntry& f : functions_) {
+    if (f.decl.output != sort) continue;
+    const Table& t = f.table;
+    for (RowId r = 0, end = t.end(); r < end; ++r) {
+      if (!t.alive(r) || t.origin(r) == kNoOrigin) continue;
+      Value out = eq ? union_find_.find_const(t.output(r)) : t.output(r);
+      if (out == target) origins.push_back(t.origin(r));
+    }
+  }
+  std::sort(origins.begin(), origins.end());
+  origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
+  std::vector<std::string> names;
+  names.reserve(origins.size());
+  for (OriginId o : origins) names.push_back(origin_names_[o]);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace kiln::engine

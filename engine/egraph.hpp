@@ -1,6 +1,6 @@
 // The e-graph database: sorts, one table per function, one union-find, and a clock. Its API keeps
 // the invariants: keys are canonicalized on write, merges run on conflicts, and rebuild()
-// restores canonical rows and congruence.
+// restores canonical rows and congruence. Every row records which rule created it.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +72,26 @@ class EGraph {
   // Total live rows over all tables.
   std::size_t total_rows() const;
 
+  // --- provenance: which rule created each row ---
+  // While a rule's actions run, the runner names the rule as the current origin, and every row
+  // they create (lookup_or_insert, set) records it; with none current (top-level commands) rows
+  // record kNoOrigin. Merges and unions are not attributed: a row that a custom merge or
+  // rebuild() re-writes keeps the origin of the row it replaces, and a row merged into an
+  // existing one leaves that one's origin. Part of the e-graph, so push/pop copies keep it.
+
+  // The id of a rule name (interned once; ids are dense and never reused).
+  OriginId intern_origin(const std::string& rule_name);
+  const std::string& origin_name(OriginId id) const { return origin_names_[id]; }
+  // Rows created from now on record `origin` (kNoOrigin: none). Set by the runner.
+  void set_current_origin(OriginId origin) { current_origin_ = origin; }
+  OriginId current_origin() const { return current_origin_; }
+  // The name of the rule that created row `row` of function f; nullopt if no rule did.
+  std::optional<std::string> row_origin(FunctionId f, RowId row) const;
+  // The sorted distinct names of the rules that created a live row (subsumed ones included)
+  // whose output is in e-class `eclass` of `sort`: the rules whose rewrites put e-nodes there.
+  // Scans every table with that output sort: for debugging and reports, not for rules.
+  std::vector<std::string> rules_in_eclass(SortId sort, Value eclass) const;
+
  private:
   struct FunctionEntry {
     FunctionDecl decl;
@@ -82,9 +102,10 @@ class EGraph {
 
   // Canonicalizes keys_in into keys and returns the live row holding them (or kNoRow).
   RowId find_row(const FunctionEntry& f, const Value* keys_in, Value* keys);
-  // Inserts a canonical row, or merges it into row r that holds the same keys (kNoRow: none).
-  // Used by set() and rebuild().
-  void write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed);
+  // Inserts a canonical row created by `origin`, or merges it into row r that holds the same
+  // keys (kNoRow: none). Used by set() and rebuild().
+  void write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed,
+                 OriginId origin);
   bool rebuild_pass();
 
   std::vector<Sort> sorts_;
@@ -96,6 +117,9 @@ class EGraph {
   std::uint64_t unions_at_rebuild_ = 0;
   Timestamp now_ = 1;
   std::uint64_t version_ = 0;
+  std::vector<std::string> origin_names_;  // by OriginId
+  std::map<std::string, OriginId> origin_by_name_;
+  OriginId current_origin_ = kNoOrigin;
 };
 
 }  // namespace kiln::engine

@@ -150,7 +150,11 @@ DagExtractor::DagExtractor(const EGraph& egraph, ENodeCost cost) : egraph_(egrap
         if (!egraph_.sort(decl.inputs[i]).is_eq) continue;
         auto child = best_.find(egraph_.find_const(row[i]));
         if (child == best_.end()) return;
-        classes.insert(child->second.classes.begin(), child->second.classes.end());
+        // Each class at the cost of its *current* choice: a child's map may hold an older,
+        // dearer cost for a class another child already sees improved.
+        for (const auto& [id, old_cost] : child->second.classes) {
+          classes.emplace(id, best_.at(id).classes.at(id));
+        }
       }
       if (classes.count(eclass)) return;  // a cycle through this class
       classes[eclass] = cost(egraph_, node);

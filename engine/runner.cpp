@@ -84,6 +84,19 @@ class Prefetcher {
   mutable Value keys_[kMaxColumns];
 };
 
+// Names a rule as the e-graph's current origin while its actions run, so the rows they create
+// record it; clears it afterwards, also when an action throws.
+class OriginScope {
+ public:
+  OriginScope(EGraph& egraph, OriginId origin) : egraph_(egraph) { egraph_.set_current_origin(origin); }
+  ~OriginScope() { egraph_.set_current_origin(kNoOrigin); }
+  OriginScope(const OriginScope&) = delete;
+  OriginScope& operator=(const OriginScope&) = delete;
+
+ private:
+  EGraph& egraph_;
+};
+
 }  // namespace
 
 Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits)
@@ -209,7 +222,7 @@ bool Runner::iterate(const std::string& ruleset) {
   }
   egraph_.advance_time();
 
-  // Apply: staged after the search, in rule order.
+  // Apply: staged after the search, in rule order; rows each rule creates record it as origin.
   auto t_apply = Clock::now();
   std::vector<Value> registers;
   for (Found& f : found) {
@@ -219,6 +232,7 @@ bool Runner::iterate(const std::string& ruleset) {
     std::size_t width = stored.size();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
     Prefetcher prefetch(rule, stored, f.matches->data());
+    OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
     for (std::uint64_t m = 0; m < f.count; ++m) {
       prefetch.ahead(egraph_, m, f.count);
       const Value* match = f.matches->data() + m * width;

@@ -17,6 +17,7 @@ Table::Table(const Table& other)
       cells_(other.cells_),
       timestamps_(other.timestamps_),
       flags_(other.flags_),
+      origins_(other.origins_),
       live_(other.live_),
       primary_(other.primary_) {
   for (const auto& index : other.indexes_) {
@@ -39,13 +40,14 @@ RowId Table::find(const Value* keys) const {
   });
 }
 
-RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed) {
+RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed, OriginId origin) {
   RowId r = end();
   KILN_ASSERT(timestamps_.empty() || timestamps_.back() <= ts, "rows must be appended in time order");
   cells_.insert(cells_.end(), keys, keys + num_keys_);
   cells_.push_back(output);
   timestamps_.push_back(ts);
   flags_.push_back(subsumed ? kSubsumed : 0);
+  origins_.push_back(origin);
   ++live_;
   primary_.insert(key_hash(keys), r, [&](RowId other) { return key_hash(row(other)); });
   return r;  // secondary indexes catch up in index()
@@ -93,12 +95,14 @@ void Table::compact_if_sparse() {
       std::copy_n(&cells_[r * w], w, &cells_[out * w]);
       timestamps_[out] = timestamps_[r];
       flags_[out] = flags_[r];
+      origins_[out] = origins_[r];
     }
     ++out;
   }
   cells_.resize(out * w);
   timestamps_.resize(out);
   flags_.resize(out);
+  origins_.resize(out);
   rebuild_indexes();
 }
 

@@ -1,10 +1,11 @@
-// A function's rows: `keys -> output`, each with a write timestamp and flags, a primary index
-// on the keys and hash indexes on other column subsets. Rows are append-only; an update kills
-// the old row and appends a new one, so timestamps grow along the row vector and "rows newer
-// than t" is a suffix.
+// A function's rows: `keys -> output`, each with a write timestamp, flags and an origin, a
+// primary index on the keys and hash indexes on other column subsets. Rows are append-only; an
+// update kills the old row and appends a new one, so timestamps grow along the row vector and
+// "rows newer than t" is a suffix.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -14,6 +15,11 @@
 #include "engine/value.hpp"
 
 namespace kiln::engine {
+
+// Provenance of a row: which rule's actions created it, as an id the EGraph names (see
+// EGraph::origin_name). kNoOrigin: created by a top-level command, not by a rule.
+using OriginId = std::uint32_t;
+inline constexpr OriginId kNoOrigin = std::numeric_limits<OriginId>::max();
 
 class Table {
  public:
@@ -40,6 +46,8 @@ class Table {
   Timestamp timestamp(RowId r) const { return timestamps_[r]; }
   bool alive(RowId r) const { return (flags_[r] & kDead) == 0; }
   bool subsumed(RowId r) const { return (flags_[r] & kSubsumed) != 0; }
+  // Which rule created the row (kNoOrigin: none); kept by compaction, never read by matching.
+  OriginId origin(RowId r) const { return origins_[r]; }
 
   // The live row with these keys, or kNoRow.
   RowId find(const Value* keys) const;
@@ -49,7 +57,8 @@ class Table {
     RowId r = primary_.peek(key_hash(keys));
     if (r < end()) __builtin_prefetch(row(r));
   }
-  RowId append(const Value* keys, Value output, Timestamp ts, bool subsumed);
+  RowId append(const Value* keys, Value output, Timestamp ts, bool subsumed,
+               OriginId origin = kNoOrigin);
   void kill(RowId r);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
 
@@ -92,6 +101,7 @@ class Table {
   std::vector<Value> cells_;
   std::vector<Timestamp> timestamps_;
   std::vector<std::uint8_t> flags_;
+  std::vector<OriginId> origins_;  // per row, parallel to timestamps_
   std::size_t live_ = 0;
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;

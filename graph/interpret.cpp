@@ -138,11 +138,10 @@ double round_to_dtype(double v, DType t) {
   return v;
 }
 
-std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
-                                        const std::map<std::string, Tensor>& inputs) {
+std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
+                                               const std::map<std::string, Tensor>& inputs) {
   validate(g);
   std::vector<std::vector<double>> values(g.size());
-  std::map<std::string, Tensor> outputs;
 
   for (NodeId id : g.topological_order()) {
     const Node& n = g.node(id);
@@ -260,11 +259,20 @@ std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
                       shape_text(shape));
     }
     for (double& v : out) v = round_to_dtype(v, n.dtype);
-    if (n.op == Op::Output) {
-      if (outputs.count(n.name) != 0) fail(g, id, "two outputs are named \"" + n.name + "\"");
-      outputs[n.name] = Tensor{n.dtype, shape, out};
-    }
     values[id] = std::move(out);
+  }
+  return values;
+}
+
+std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
+                                        const std::map<std::string, Tensor>& inputs) {
+  std::vector<std::vector<double>> values = interpret_all(g, dims, inputs);
+  std::map<std::string, Tensor> outputs;
+  for (NodeId id : g.topological_order()) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Output) continue;
+    if (outputs.count(n.name) != 0) fail(g, id, "two outputs are named \"" + n.name + "\"");
+    outputs[n.name] = Tensor{n.dtype, eval_shape(n.shape, dims), values[id]};
   }
   return outputs;
 }

@@ -53,8 +53,12 @@ std::int64_t numel(const std::vector<std::int64_t>& shape);
 // `v` rounded to what `t` can hold (see "Rounding" above).
 double round_to_dtype(double v, DType t);
 
-// Runs `g` with its dims bound by `dims` and its Input nodes fed from `inputs` (by name);
-// returns the value of every Output node, by name.
+// The value of every node (by node id, row-major in the node's shape) when `g` runs with its
+// dims bound by `dims` and its Input nodes fed from `inputs` (by name).
+std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
+                                               const std::map<std::string, Tensor>& inputs);
+
+// Runs `g` as interpret_all does; returns the value of every Output node, by name.
 std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
                                         const std::map<std::string, Tensor>& inputs);
 

@@ -24,7 +24,8 @@ namespace kiln::runtime {
 // A library operation, by name with symbolic parameters. "gemm" (the only one so far):
 //   C[b] = A[b] x B[b] for b < batch, with m, n, k; A is m x k (or k x m when trans_a is 1),
 //   B k x n (or n x k when trans_b is 1), each row-major with leading dims lda, ldb, ldc and
-//   batch strides stride_a, stride_b, stride_c (elements); dtype f32 or f64.
+//   batch strides stride_a, stride_b, stride_c and offsets offset_a, offset_b (elements; 0
+//   when absent); dtype f32 or f64.
 // Buffers of a call: its inputs in order (A, B), then the output (C).
 struct LibraryCall {
   std::string op;

@@ -32,14 +32,16 @@ GemmShape gemm_shape(const runtime::LibraryCall& call, const graph::DimValues& d
   s.stride_a = param(call, "stride_a", dims, s.m * s.k);
   s.stride_b = param(call, "stride_b", dims, s.k * s.n);
   s.stride_c = param(call, "stride_c", dims, s.m * s.n);
+  s.offset_a = param(call, "offset_a", dims, 0);
+  s.offset_b = param(call, "offset_b", dims, 0);
   return s;
 }
 
 long long GemmShape::a_elements() const {
-  return batch == 0 ? 0 : (batch - 1) * stride_a + (trans_a ? k : m) * lda;
+  return batch == 0 ? 0 : offset_a + (batch - 1) * stride_a + (trans_a ? k : m) * lda;
 }
 long long GemmShape::b_elements() const {
-  return batch == 0 ? 0 : (batch - 1) * stride_b + (trans_b ? n : k) * ldb;
+  return batch == 0 ? 0 : offset_b + (batch - 1) * stride_b + (trans_b ? n : k) * ldb;
 }
 long long GemmShape::c_elements() const {
   return batch == 0 ? 0 : (batch - 1) * stride_c + m * ldc;
@@ -58,9 +60,9 @@ void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& di
       for (long long j = 0; j < s.n; ++j) {
         double sum = 0.0;
         for (long long q = 0; q < s.k; ++q) {
-          double x = a[static_cast<std::size_t>(p * s.stride_a +
+          double x = a[static_cast<std::size_t>(s.offset_a + p * s.stride_a +
                                                 (s.trans_a ? q * s.lda + i : i * s.lda + q))];
-          double y = b[static_cast<std::size_t>(p * s.stride_b +
+          double y = b[static_cast<std::size_t>(s.offset_b + p * s.stride_b +
                                                 (s.trans_b ? j * s.ldb + q : q * s.ldb + j))];
           sum += x * y;
         }

@@ -16,7 +16,7 @@ void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& di
 
 // The params of a gemm call evaluated at `dims`.
 struct GemmShape {
-  long long batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c;
+  long long batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c, offset_a, offset_b;
   bool trans_a, trans_b;
   // Elements each operand spans (the buffer size a call needs).
   long long a_elements() const;

@@ -5,6 +5,10 @@
 
 #include <functional>
 
+#include "runtime/llir.hpp"
+#include "runtime/target.hpp"
+#include "tools/model_io.hpp"
+
 namespace kiln::tools {
 
 struct Command {
@@ -15,5 +19,14 @@ struct Command {
 Command add_egg_command(CLI::App& app);    // egg_command.cpp
 Command add_graph_command(CLI::App& app);  // graph_command.cpp
 Command add_run_command(CLI::App& app);    // run_command.cpp
+Command add_compile_command(CLI::App& app);  // compile_command.cpp: compile, explain
+Command add_explain_command(CLI::App& app);
+Command add_dump_egraph_command(CLI::App& app);
+
+// Runs a program `runs` times and prints its outputs and per-step report (run_command.cpp);
+// with `check`, compares with the interpreter. Returns the exit status.
+int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
+                   const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
+                   bool check);
 
 }  // namespace kiln::tools

@@ -2,6 +2,9 @@
 //   kiln egg FILES      run rule-language programs (egglog's dialect)
 //   kiln graph NAME     print an example model's HLIR
 //   kiln run NAME       run an example model on a target, one kernel per op, with a report
+//   kiln compile NAME   search the fastest checked program, then run it with a report
+//   kiln explain NAME   the search's choices and rejections
+//   kiln dump-egraph    one group's e-graph (DOT or JSON)
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -17,6 +20,9 @@ int main(int argc, char** argv) {
       kiln::tools::add_egg_command(app),
       kiln::tools::add_graph_command(app),
       kiln::tools::add_run_command(app),
+      kiln::tools::add_compile_command(app),
+      kiln::tools::add_explain_command(app),
+      kiln::tools::add_dump_egraph_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   try {

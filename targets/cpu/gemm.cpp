@@ -21,14 +21,14 @@ void gemm_openblas(const runtime::LibraryCall& call, const std::vector<void*>& b
   auto bi = [](long long v) { return static_cast<blasint>(v); };
   for (long long p = 0; p < s.batch; ++p) {
     if (call.dtype == graph::DType::F32) {
-      const float* a = static_cast<const float*>(buffers[0]) + p * s.stride_a;
-      const float* b = static_cast<const float*>(buffers[1]) + p * s.stride_b;
+      const float* a = static_cast<const float*>(buffers[0]) + s.offset_a + p * s.stride_a;
+      const float* b = static_cast<const float*>(buffers[1]) + s.offset_b + p * s.stride_b;
       float* c = static_cast<float*>(buffers[2]) + p * s.stride_c;
       cblas_sgemm(CblasRowMajor, ta, tb, bi(s.m), bi(s.n), bi(s.k), 1.0f, a, bi(s.lda), b,
                   bi(s.ldb), 0.0f, c, bi(s.ldc));
     } else {
-      const double* a = static_cast<const double*>(buffers[0]) + p * s.stride_a;
-      const double* b = static_cast<const double*>(buffers[1]) + p * s.stride_b;
+      const double* a = static_cast<const double*>(buffers[0]) + s.offset_a + p * s.stride_a;
+      const double* b = static_cast<const double*>(buffers[1]) + s.offset_b + p * s.stride_b;
       double* c = static_cast<double*>(buffers[2]) + p * s.stride_c;
       cblas_dgemm(CblasRowMajor, ta, tb, bi(s.m), bi(s.n), bi(s.k), 1.0, a, bi(s.lda), b,
                   bi(s.ldb), 0.0, c, bi(s.ldc));

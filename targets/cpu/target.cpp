@@ -1,11 +1,18 @@
 // The CPU target; see target.hpp.
 #include "targets/cpu/target.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "support/diagnostic.hpp"
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/gemm.hpp"
 #include "targets/cpu/jit.hpp"
 #include "targets/host_device.hpp"
+
+#ifndef KILN_CPU_RULES_DIR
+#define KILN_CPU_RULES_DIR "targets/cpu/rules"
+#endif
 
 namespace kiln::targets {
 
@@ -50,7 +57,18 @@ class CpuTarget final : public runtime::Target {
   }
   std::string name() const override { return "cpu"; }
   const runtime::Capabilities& capabilities() const override { return capabilities_; }
-  std::vector<std::filesystem::path> rule_files() const override { return {}; }
+  // targets/cpu/rules/*.egg in name order ($KILN_CPU_RULES_DIR overrides the folder).
+  std::vector<std::filesystem::path> rule_files() const override {
+    const char* env = std::getenv("KILN_CPU_RULES_DIR");
+    const std::filesystem::path dir = env && *env ? env : KILN_CPU_RULES_DIR;
+    std::vector<std::filesystem::path> files;
+    if (!std::filesystem::is_directory(dir)) return files;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".egg") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+  }
   bool supports(const graph::Body&) const override { return true; }
   bool supports(const runtime::LibraryCall& call) const override {
     return cpu::gemm_supported(call);

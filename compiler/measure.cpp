@@ -1,0 +1,475 @@
+// The measurement harness and its on-disk cache; see measure.hpp.
+#include "compiler/measure.hpp"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "graph/interpret.hpp"
+#include "runtime/native.hpp"
+#include "support/diagnostic.hpp"
+#include "targets/gemm_reference.hpp"
+
+namespace kiln::compiler {
+
+namespace fs = std::filesystem;
+using graph::DType;
+
+namespace {
+
+// Buffers of one candidate smaller than this get several input sets, rotated between runs.
+constexpr std::size_t kRotateBytes = std::size_t{32} << 20;
+constexpr std::size_t kMaxInputSets = 8;
+// The smallest time reported: a zero cost would make a kernel free to the search.
+constexpr double kMinSeconds = 1e-9;
+
+fs::path default_root() {
+  if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kiln";
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return fs::path(home) / ".cache" / "kiln";
+  }
+  return fs::temp_directory_path() / "kiln-cache";
+}
+
+void write_atomically(const fs::path& path, const std::string& text) {
+  static std::atomic<unsigned long> counter{0};
+  fs::path tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw support::UserError("cannot write " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw support::UserError("cannot write " + path.string());
+  }
+}
+
+const graph::Body* body_of(const Candidate& c) { return std::get_if<graph::Body>(&c.op); }
+const runtime::LibraryCall* call_of(const Candidate& c) {
+  return std::get_if<runtime::LibraryCall>(&c.op);
+}
+
+std::pair<std::uint64_t, std::uint64_t> body_id(const graph::Body& body) {
+  const support::Hash128 k = body.key();
+  return {k.high, k.low};
+}
+
+// The dims an op mentions, sorted.
+std::vector<std::string> op_dims(const Candidate& c) {
+  if (const graph::Body* body = body_of(c)) return graph::body_dims(*body);
+  std::set<std::string> names;
+  for (const auto& [param, value] : call_of(c)->params) {
+    for (std::string& d : graph::free_dims(value)) names.insert(std::move(d));
+  }
+  return {names.begin(), names.end()};
+}
+
+void check_shape(const Candidate& c) {
+  KILN_ASSERT(c.input_dtypes.size() == c.input_elements.size(),
+              "measure: a candidate needs one element count per input");
+  if (const graph::Body* body = body_of(c)) {
+    KILN_ASSERT(body->inputs() == c.input_dtypes, "measure: candidate inputs differ from its Body");
+    KILN_ASSERT(body->dtype() == c.output_dtype, "measure: candidate output differs from its Body");
+  }
+  for (std::int64_t n : c.input_elements) KILN_ASSERT(n >= 0, "measure: negative buffer size");
+  KILN_ASSERT(c.output_elements >= 0, "measure: negative buffer size");
+}
+
+std::size_t bytes_of(std::int64_t elements, DType dtype) {
+  return static_cast<std::size_t>(elements) * graph::dtype_size(dtype);
+}
+
+// Device buffers released on scope exit.
+class DeviceBuffers {
+ public:
+  explicit DeviceBuffers(runtime::Device& device) : device_(device) {}
+  ~DeviceBuffers() {
+    for (void* p : buffers_) device_.release(p);
+  }
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+
+  void* add(const std::vector<double>& values, DType dtype) {
+    std::vector<std::byte> bytes = runtime::to_native(values, dtype);
+    void* p = device_.allocate(std::max<std::size_t>(bytes.size(), 1));
+    buffers_.push_back(p);
+    if (!bytes.empty()) device_.upload(p, bytes.data(), bytes.size());
+    return p;
+  }
+
+ private:
+  runtime::Device& device_;
+  std::vector<void*> buffers_;
+};
+
+// The output's contents before the op runs: the aliased input (Scatter), else zeros.
+std::vector<double> initial_output(const Candidate& c,
+                                   const std::vector<std::vector<double>>& inputs) {
+  std::vector<double> out(static_cast<std::size_t>(c.output_elements), 0.0);
+  if (const graph::Body* body = body_of(c); body && body->output_aliases()) {
+    const std::vector<double>& from = inputs.at(*body->output_aliases());
+    std::copy_n(from.begin(), std::min(from.size(), out.size()), out.begin());
+  }
+  return out;
+}
+
+double default_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::F64: return 1e-9;
+    case DType::F32: return 2e-4;
+    case DType::F16:
+    case DType::BF16: return 2e-2;
+    default: return 0.0;
+  }
+}
+
+// For each input slot used directly as a dynamic row, the smallest row count it must stay under.
+std::map<std::size_t, std::int64_t> row_bounds(const graph::Body& body,
+                                               const graph::DimValues& dims) {
+  std::map<std::size_t, std::int64_t> bounds;
+  auto note = [&](graph::ScalarId row, const graph::Expr& count) {
+    while (body.scalar(row).op == graph::ScalarOp::Cast) row = body.scalar(row).args.at(0);
+    const graph::Scalar& s = body.scalar(row);
+    if (s.op != graph::ScalarOp::Load || !s.args.empty()) return;
+    for (const std::string& d : graph::free_dims(count)) {
+      if (!dims.count(d)) return;
+    }
+    const std::int64_t n = std::max<std::int64_t>(graph::evaluate(count, dims), 1);
+    auto [it, fresh] = bounds.emplace(s.slot, n);
+    if (!fresh) it->second = std::min(it->second, n);
+  };
+  for (const graph::Scalar& s : body.scalars()) {
+    if (s.op == graph::ScalarOp::Load && !s.args.empty()) note(s.args[0], s.row_count);
+  }
+  if (body.store_row()) note(*body.store_row(), body.store_row_count());
+  return bounds;
+}
+
+std::string describe(const Candidate& c) {
+  if (const graph::Body* body = body_of(c)) {
+    const std::string text = to_text(*body);
+    return text.substr(0, text.find('\n'));
+  }
+  const runtime::LibraryCall& call = *call_of(c);
+  return "library " + call.op + " " + std::string(graph::dtype_name(call.dtype));
+}
+
+}  // namespace
+
+Candidate body_candidate(graph::Body body, std::vector<std::int64_t> input_elements,
+                         const graph::DimValues& dims) {
+  Candidate c;
+  c.input_dtypes = body.inputs();
+  c.input_elements = std::move(input_elements);
+  c.output_dtype = body.dtype();
+  c.output_elements = graph::evaluate(body.output_size(), dims);
+  c.op = std::move(body);
+  return c;
+}
+
+Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims) {
+  KILN_ASSERT(call.op == "gemm", "gemm_candidate: not a gemm call");
+  const targets::GemmShape s = targets::gemm_shape(call, dims);
+  Candidate c;
+  c.input_dtypes = {call.dtype, call.dtype};
+  c.input_elements = {s.a_elements(), s.b_elements()};
+  c.output_dtype = call.dtype;
+  c.output_elements = s.c_elements();
+  c.op = std::move(call);
+  return c;
+}
+
+std::vector<std::vector<double>> random_inputs(const Candidate& c, const graph::DimValues& dims,
+                                               std::uint64_t seed) {
+  check_shape(c);
+  std::map<std::size_t, std::int64_t> bounds;
+  if (const graph::Body* body = body_of(c)) bounds = row_bounds(*body, dims);
+  std::vector<std::vector<double>> inputs;
+  for (std::size_t k = 0; k < c.input_dtypes.size(); ++k) {
+    const DType dtype = c.input_dtypes[k];
+    std::mt19937_64 rng(support::hash_combine(seed, k));
+    std::uniform_real_distribution<double> real(-1.0, 1.0);
+    auto bound = bounds.find(k);
+    std::uniform_int_distribution<std::int64_t> integer(
+        0, (bound != bounds.end() ? bound->second : 4) - 1);
+    std::vector<double> values(static_cast<std::size_t>(c.input_elements[k]));
+    for (double& v : values) {
+      if (graph::is_float(dtype)) {
+        do {
+          v = graph::round_to_dtype(real(rng), dtype);
+        } while (v == 0.0);
+      } else if (dtype == DType::Bool) {
+        v = static_cast<double>(rng() & 1);
+      } else {
+        v = static_cast<double>(integer(rng));
+      }
+    }
+    inputs.push_back(std::move(values));
+  }
+  return inputs;
+}
+
+std::string machine_fingerprint() {
+  static const std::string fingerprint = [] {
+    std::string model;
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.rfind("model name", 0) == 0) {
+        model = line.substr(std::min(line.find(':') + 1, line.size()));
+        while (!model.empty() && model.front() == ' ') model.erase(model.begin());
+        break;
+      }
+    }
+    struct utsname names {};
+    const std::string machine = ::uname(&names) == 0 ? names.machine : "unknown";
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    return "cpu=" + model + ";arch=" + machine +
+           ";threads=" + std::to_string(std::thread::hardware_concurrency()) +
+           ";omp=" + (omp ? omp : "");
+  }();
+  return fingerprint;
+}
+
+Measurer::Measurer(runtime::Target& target, fs::path cache_root, std::string fingerprint,
+                   runtime::TimerOptions timer)
+    : target_(target),
+      dir_((cache_root.empty() ? default_root() : cache_root) / "measure" / target.name()),
+      fingerprint_(machine_fingerprint() + "|" + fingerprint),
+      timer_(timer) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw support::UserError("cannot create the measurement cache " + dir_.string());
+}
+
+Measurer::~Measurer() = default;
+
+std::string Measurer::hex(const support::Hash128& key) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%016llx%016llx",
+                static_cast<unsigned long long>(key.high), static_cast<unsigned long long>(key.low));
+  return buffer;
+}
+
+support::Hash128 Measurer::key(const Candidate& c, const graph::DimValues& dims,
+                               const std::string& target_name, const std::string& fingerprint) {
+  check_shape(c);
+  std::ostringstream text;
+  text << "kiln-measure 1\ntarget " << target_name << "\nfingerprint " << fingerprint << "\n";
+  if (const graph::Body* body = body_of(c)) {
+    text << "body\n" << to_text(*body) << "\n";
+  } else {
+    const runtime::LibraryCall& call = *call_of(c);
+    text << "library " << call.op << " " << graph::dtype_name(call.dtype) << "\n";
+    for (const auto& [name, value] : call.params) {
+      text << "param " << name << " = " << graph::to_string(value) << "\n";
+    }
+  }
+  for (std::size_t k = 0; k < c.input_dtypes.size(); ++k) {
+    text << "input " << k << " " << graph::dtype_name(c.input_dtypes[k]) << " "
+         << c.input_elements[k] << "\n";
+  }
+  text << "output " << graph::dtype_name(c.output_dtype) << " " << c.output_elements << "\n";
+  for (const std::string& d : op_dims(c)) {
+    auto it = dims.find(d);
+    KILN_ASSERT(it != dims.end(), "measure: no value for dim " + d);
+    text << "dim " << d << " = " << it->second << "\n";
+  }
+  const std::string s = text.str();
+  return support::hash128(s.data(), s.size());
+}
+
+fs::path Measurer::cache_file(const Candidate& c, const graph::DimValues& dims) const {
+  return dir_ / (hex(key(c, dims, target_.name(), fingerprint_)) + ".time");
+}
+
+std::vector<std::string> Measurer::prepare(const std::vector<Candidate>& candidates,
+                                           const graph::DimValues& dims) {
+  (void)dims;  // sizes are runtime arguments of kernels; kept for targets that specialize
+  std::vector<graph::Body> batch;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> batch_ids;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> queued;
+  for (const Candidate& c : candidates) {
+    check_shape(c);
+    const graph::Body* body = body_of(c);
+    if (!body) continue;
+    const auto id = body_id(*body);
+    if (kernels_.count(id) || !queued.insert(id).second) continue;
+    if (!target_.supports(*body)) {
+      kernels_[id] = {nullptr, "target " + target_.name() + " does not support this Body"};
+      continue;
+    }
+    batch.push_back(*body);
+    batch_ids.push_back(id);
+  }
+  if (!batch.empty()) {
+    std::vector<runtime::Prepared> prepared = target_.prepare(batch);
+    KILN_ASSERT(prepared.size() == batch.size(), "measure: target.prepare lost bodies");
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!prepared[i].kernel && prepared[i].error.empty()) {
+        prepared[i].error = "target " + target_.name() + " made no kernel";
+      }
+      kernels_[batch_ids[i]] = std::move(prepared[i]);
+    }
+  }
+  std::vector<std::string> errors;
+  for (const Candidate& c : candidates) {
+    if (const graph::Body* body = body_of(c)) {
+      errors.push_back(kernels_.at(body_id(*body)).error);
+    } else {
+      const runtime::LibraryCall& call = *call_of(c);
+      errors.push_back(target_.supports(call)
+                           ? ""
+                           : "target " + target_.name() + " has no library op " + call.op +
+                                 " for " + std::string(graph::dtype_name(call.dtype)));
+    }
+  }
+  return errors;
+}
+
+const runtime::Kernel* Measurer::kernel_for(const Candidate& c, const graph::DimValues& dims) {
+  const std::string error = prepare({c}, dims).front();
+  if (!error.empty()) throw support::UserError("cannot run " + describe(c) + ": " + error);
+  const graph::Body* body = body_of(c);
+  return body ? kernels_.at(body_id(*body)).kernel.get() : nullptr;
+}
+
+void Measurer::launch(const Candidate& c, const runtime::Kernel* kernel,
+                      const std::vector<void*>& buffers, const graph::DimValues& dims) {
+  runtime::Device& device = target_.device();
+  if (kernel) {
+    std::vector<long long> values;
+    for (const std::string& d : kernel->dims()) {
+      auto it = dims.find(d);
+      KILN_ASSERT(it != dims.end(), "measure: no value for dim " + d);
+      values.push_back(it->second);
+    }
+    device.launch(*kernel, buffers, values);
+  } else {
+    device.call(*call_of(c), buffers, dims);
+  }
+  ++stats_.runs;
+}
+
+std::vector<double> Measurer::run(const Candidate& c,
+                                  const std::vector<std::vector<double>>& inputs,
+                                  const graph::DimValues& dims) {
+  const runtime::Kernel* kernel = kernel_for(c, dims);
+  KILN_ASSERT(inputs.size() == c.input_dtypes.size(), "measure: wrong number of inputs");
+  runtime::Device& device = target_.device();
+  DeviceBuffers owned(device);
+  std::vector<void*> buffers;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    KILN_ASSERT(static_cast<std::int64_t>(inputs[k].size()) == c.input_elements[k],
+                "measure: input " + std::to_string(k) + " has the wrong size");
+    buffers.push_back(owned.add(inputs[k], c.input_dtypes[k]));
+  }
+  buffers.push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+  launch(c, kernel, buffers, dims);
+  device.synchronize();
+  std::vector<std::byte> bytes(bytes_of(c.output_elements, c.output_dtype));
+  if (!bytes.empty()) device.download(bytes.data(), buffers.back(), bytes.size());
+  return runtime::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
+                              c.output_dtype);
+}
+
+std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
+                            std::optional<double> tolerance) {
+  const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+  const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low);
+  std::vector<double> want = initial_output(c, inputs);
+  if (const graph::Body* body = body_of(c)) {
+    std::vector<const std::vector<double>*> pointers;
+    for (const std::vector<double>& in : inputs) pointers.push_back(&in);
+    graph::interpret_body(*body, pointers, dims, want);
+  } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
+    targets::gemm_reference(call, dims, inputs.at(0), inputs.at(1), want);
+  } else {
+    return "no reference semantics for library op " + call.op;
+  }
+  const std::vector<double> got = run(c, inputs, dims);
+  const double tol = tolerance.value_or(default_tolerance(c.output_dtype));
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double w = want[i], g = got[i];
+    const bool same = (std::isnan(w) && std::isnan(g)) || w == g ||
+                      std::fabs(g - w) <= tol * (1.0 + std::fabs(w));
+    if (!same) {
+      std::ostringstream out;
+      out << describe(c) << ": output[" << i << "] is " << g << " on target " << target_.name()
+          << ", the reference gives " << w;
+      return out.str();
+    }
+  }
+  return "";
+}
+
+std::optional<double> Measurer::cached(const Candidate& c, const graph::DimValues& dims) const {
+  std::ifstream in(cache_file(c, dims));
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  char* end = nullptr;
+  const double seconds = std::strtod(line.c_str(), &end);
+  if (end == line.c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0.0) {
+    return std::nullopt;
+  }
+  return seconds;
+}
+
+double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
+  if (std::optional<double> seconds = cached(c, dims)) {
+    ++stats_.cache_hits;
+    return *seconds;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const runtime::Kernel* kernel = kernel_for(c, dims);
+  const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+
+  std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
+  for (std::size_t i = 0; i < c.input_dtypes.size(); ++i) {
+    set_bytes += bytes_of(c.input_elements[i], c.input_dtypes[i]);
+  }
+  const std::size_t sets =
+      set_bytes >= kRotateBytes
+          ? 1
+          : std::min(kMaxInputSets, (kRotateBytes + set_bytes) / std::max<std::size_t>(set_bytes, 1));
+
+  runtime::Device& device = target_.device();
+  DeviceBuffers owned(device);
+  std::vector<std::vector<void*>> buffers(sets);
+  for (std::size_t s = 0; s < sets; ++s) {
+    const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
+    }
+    buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+  }
+  const runtime::Timing timing = runtime::measure(
+      [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
+      [&] { device.synchronize(); }, timer_);
+  const double seconds = std::max(timing.median_seconds, kMinSeconds);
+
+  char value[40];
+  std::snprintf(value, sizeof value, "%.17g", seconds);
+  write_atomically(cache_file(c, dims),
+                   std::string(value) + "\n# " + target_.name() + " " + describe(c) + "\n");
+  ++stats_.measured;
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return seconds;
+}
+
+}  // namespace kiln::compiler

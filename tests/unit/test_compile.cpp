@@ -1,0 +1,172 @@
+// The compiler end to end: examples compile to programs that match the interpreter, the
+// measured-faster alternative wins, an unsound rule file is caught and named, a second compile
+// measures nothing, and compiles are deterministic.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+#include "compiler/compile.hpp"
+#include "examples/graphs.hpp"
+#include "graph/interpret.hpp"
+#include "graph/nn.hpp"
+#include "runtime/executor.hpp"
+#include "targets/registry.hpp"
+#include "tests/unit/test_util.hpp"
+
+using namespace kiln;
+using graph::DType;
+using graph::Expr;
+using graph::GraphBuilder;
+using graph::GraphTensor;
+using graph::Tensor;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("kiln-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+compiler::CompileOptions options(const graph::DimValues& dims) {
+  compiler::CompileOptions o;
+  o.rules_dir = fs::path(KILN_SOURCE_DIR) / "rules";
+  o.search.dims = dims;
+  o.search.limits.max_seconds = 30;
+  return o;
+}
+
+std::map<std::string, Tensor> random_feeds(const graph::Graph& g, const graph::DimValues& dims,
+                                           unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-0.5, 0.5);
+  std::map<std::string, Tensor> out;
+  for (graph::NodeId id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (n.op != graph::Op::Input || n.persistent) continue;
+    Tensor t{n.dtype, {}, {}};
+    for (const Expr& d : n.shape) t.shape.push_back(graph::evaluate(d, dims));
+    t.data.resize(static_cast<std::size_t>(graph::numel(t.shape)));
+    for (double& v : t.data) v = graph::is_float(n.dtype) ? graph::round_to_dtype(dist(rng), n.dtype) : static_cast<double>(rng() % 4);
+    out[n.name] = t;
+  }
+  return out;
+}
+
+// Runs the compiled program and the interpreter on the same random inputs; the largest error.
+double max_error(const graph::Graph& g, const compiler::CompiledProgram& p,
+                 runtime::Target& target, const graph::DimValues& dims) {
+  auto feeds = random_feeds(g, dims, 5);
+  runtime::Executor executor(p.llir, target);
+  auto got = executor.run(dims, feeds);
+  std::map<std::string, Tensor> all = feeds;
+  for (graph::NodeId id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (n.op == graph::Op::Input && n.persistent) {
+      Tensor zeros{n.dtype, {}, {}};
+      for (const Expr& d : n.shape) zeros.shape.push_back(graph::evaluate(d, dims));
+      zeros.data.assign(static_cast<std::size_t>(graph::numel(zeros.shape)), 0.0);
+      all[n.name] = zeros;
+    }
+  }
+  auto want = graph::interpret(g, dims, all);
+  double worst = 0.0;
+  REQUIRE(got.size() == want.size());
+  for (const auto& [name, w] : want) {
+    const Tensor& x = got.at(name);
+    REQUIRE(x.data.size() == w.data.size());
+    for (std::size_t i = 0; i < w.data.size(); ++i) {
+      worst = std::max(worst, std::fabs(x.data[i] - w.data[i]));
+    }
+  }
+  return worst;
+}
+
+std::size_t gemm_steps(const runtime::Llir& llir) {
+  std::size_t n = 0;
+  for (runtime::StepId s = 0; s < llir.num_steps(); ++s) n += llir.step(s).call() ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("compile: the mlp example compiles to Gemm calls and matches the interpreter",
+          "[compile]") {
+  GraphBuilder b;
+  examples::find_example("mlp")->build(b);
+  auto target = targets::make_target("cpu");
+  const fs::path cache = fresh_dir("compile-mlp");
+  compiler::Measurer measurer(*target, cache);
+  const graph::DimValues dims{{"batch", 4}};
+  compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, options(dims));
+  CHECK(gemm_steps(p.llir) == 3);  // the three layers' matmuls, measured faster than one-op
+  CHECK(max_error(b.graph(), p, *target, dims) < 1e-4);
+  REQUIRE(p.groups.size() == 1);
+  CHECK(p.groups[0].program.report.rejected.empty());
+  CHECK(p.groups[0].program.report.program_seconds <= p.groups[0].program.report.one_op_seconds);
+
+  // A second compile over the same cache measures nothing and gives the same program.
+  compiler::Measurer again(*target, cache);
+  compiler::CompiledProgram q = compiler::compile(b.graph(), *target, again, options(dims));
+  CHECK(again.stats().measured == 0);
+  CHECK(again.stats().cache_hits > 0);
+  CHECK(runtime::to_text(q.llir, true) == runtime::to_text(p.llir, true));
+  fs::remove_all(cache);
+}
+
+TEST_CASE("compile: a tiny LLaMA compiles group by group and matches the interpreter",
+          "[compile]") {
+  GraphBuilder b;
+  graph::nn::DecoderConfig cfg;
+  cfg.layers = 2;
+  cfg.hidden = 16;
+  cfg.heads = 2;
+  cfg.kv_heads = 1;
+  cfg.head_dim = 8;
+  cfg.intermediate = 32;
+  cfg.vocab = 32;
+  cfg.max_context = 8;
+  graph::nn::llama_decoder(b, cfg);
+  auto target = targets::make_target("cpu");
+  const fs::path cache = fresh_dir("compile-llama");
+  compiler::Measurer measurer(*target, cache);
+  const graph::DimValues dims{{"seq", 3}, {"pos", 0}};
+  compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, options(dims));
+  CHECK(p.groups.size() == 3);            // prologue, the two identical layers, head
+  CHECK(p.groups[1].members.size() == 2);
+  CHECK(max_error(b.graph(), p, *target, dims) < 1e-3);
+  fs::remove_all(cache);
+}
+
+TEST_CASE("compile: an unsound rule is caught by the numerical check and named", "[compile]") {
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(4), Expr(8)});
+  GraphTensor y = b.input("y", {Expr(4), Expr(8)});
+  exp(x + y).output("z");
+  const fs::path dir = fresh_dir("unsound");
+  fs::create_directories(dir);
+  const fs::path rules = dir / "unsound.egg";
+  std::ofstream(rules) << "(rewrite (Add a va b vb) (Mul a va b vb) :ruleset algebra "
+                          ":name \"add-is-mul\")\n";
+  auto target = targets::make_target("cpu");
+  compiler::Measurer measurer(*target, dir / "cache");
+  compiler::CompileOptions o = options({});
+  o.extra_rules = {rules};
+  compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, o);
+  const compiler::GroupReport& r = p.groups[0].program.report;
+  REQUIRE_FALSE(r.rejected.empty());
+  bool named = false;
+  for (const compiler::Rejection& rejection : r.rejected) {
+    for (const std::string& rule : rejection.rules) named = named || rule == "add-is-mul";
+  }
+  CHECK(named);
+  CHECK(max_error(b.graph(), p, *target, {}) < 1e-5);  // the sound kernel was kept
+  fs::remove_all(dir);
+}

@@ -1,0 +1,190 @@
+// Model inputs and outputs for the commands that run models (`kiln run`, `kiln compile`).
+#include "tools/model_io.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <set>
+
+#include "examples/graphs.hpp"
+#include "graph/npy.hpp"
+#include "support/diagnostic.hpp"
+
+namespace kiln::tools {
+
+using graph::DType;
+using graph::Graph;
+using graph::NodeId;
+using graph::Op;
+using graph::Tensor;
+using support::UserError;
+
+std::pair<std::string, std::string> split_assignment(const std::string& text, const char* what) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw UserError(std::string("--") + what + " expects NAME=VALUE, got \"" + text + "\"");
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+// Every symbolic dim of the graph, with a default value (`pos` 0, others 8) unless given.
+graph::DimValues choose_dims(const Graph& g, const std::vector<std::string>& given) {
+  std::set<std::string> names;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    for (const graph::Expr& d : g.node(id).shape) {
+      for (const std::string& n : graph::free_dims(d)) names.insert(n);
+    }
+  }
+  graph::DimValues dims;
+  for (const std::string& n : names) dims[n] = n == "pos" ? 0 : 8;
+  for (const std::string& text : given) {
+    auto [name, value] = split_assignment(text, "dim");
+    if (!names.count(name)) throw UserError("--dim " + name + ": the model has no such dim");
+    try {
+      dims[name] = std::stoll(value);
+    } catch (const std::exception&) {
+      throw UserError("--dim " + name + ": \"" + value + "\" is not an integer");
+    }
+    if (dims[name] < 0) throw UserError("--dim " + name + ": must not be negative");
+  }
+  return dims;
+}
+
+// The exclusive upper bound for values of integer input `id`: the row count of a table it
+// indexes (Gather, Scatter), else 8.
+static std::int64_t index_bound(const Graph& g, NodeId id, const graph::DimValues& dims) {
+  for (NodeId user : g.users(id)) {
+    const graph::Node& n = g.node(user);
+    if (n.op != Op::Gather && n.op != Op::Scatter) continue;
+    std::vector<Graph::Input> ins = g.inputs(user);
+    if (ins.size() > 1 && ins[1].producer == id) {
+      return graph::evaluate(ins[0].edge->view.shape()[0], dims);
+    }
+  }
+  return 8;
+}
+
+static Tensor random_input(const Graph& g, NodeId id, const graph::DimValues& dims, std::mt19937& rng) {
+  const graph::Node& n = g.node(id);
+  Tensor t{n.dtype, {}, {}};
+  for (const graph::Expr& d : n.shape) t.shape.push_back(graph::evaluate(d, dims));
+  const auto count = static_cast<std::size_t>(graph::numel(t.shape));
+  t.data.resize(count);
+  if (graph::is_float(n.dtype)) {
+    const double fan_in = t.shape.empty() ? 1.0 : static_cast<double>(std::max<std::int64_t>(1, t.shape.back()));
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (double& v : t.data) {
+      do v = dist(rng) / std::sqrt(fan_in); while (v == 0.0);  // never zeros
+      v = graph::round_to_dtype(v, n.dtype);
+    }
+  } else {
+    std::uniform_int_distribution<std::int64_t> dist(0, std::max<std::int64_t>(1, index_bound(g, id, dims)) - 1);
+    for (double& v : t.data) v = static_cast<double>(dist(rng));
+  }
+  return t;
+}
+
+static std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::string seconds_text(double s) {
+  char buffer[32];
+  if (s < 1e-3) std::snprintf(buffer, sizeof buffer, "%8.1f us", s * 1e6);
+  else if (s < 1.0) std::snprintf(buffer, sizeof buffer, "%8.3f ms", s * 1e3);
+  else std::snprintf(buffer, sizeof buffer, "%8.3f s ", s);
+  return buffer;
+}
+
+
+const examples::Example& find_model(const std::string& name) {
+  const examples::Example* example = examples::find_example(name);
+  if (!example) {
+    std::string known;
+    for (const auto& e : examples::examples()) known += " " + std::string(e.name);
+    throw UserError("unknown example \"" + name + "\"; known:" + known);
+  }
+  return *example;
+}
+
+ModelInputs make_inputs(const Graph& g, const graph::DimValues& dims,
+                        const std::vector<std::string>& files_given, unsigned seed) {
+  std::map<std::string, std::string> files;
+  for (const std::string& text : files_given) {
+    auto [name, file] = split_assignment(text, "input");
+    files[name] = file;
+  }
+  std::mt19937 rng(seed);
+  ModelInputs out;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (n.op != Op::Input) continue;
+    if (n.persistent) {
+      Tensor zeros{n.dtype, {}, {}};
+      for (const graph::Expr& d : n.shape) zeros.shape.push_back(graph::evaluate(d, dims));
+      zeros.data.assign(static_cast<std::size_t>(graph::numel(zeros.shape)), 0.0);
+      out.states[n.name] = zeros;
+      continue;
+    }
+    auto file = files.find(n.name);
+    if (file != files.end()) {
+      out.inputs[n.name] = graph::read_npy(file->second);
+      files.erase(file);
+    } else {
+      out.inputs[n.name] = random_input(g, id, dims, rng);
+    }
+  }
+  if (!files.empty()) {
+    throw UserError("--input " + files.begin()->first + ": the model has no such input");
+  }
+  return out;
+}
+
+void print_outputs(const std::map<std::string, Tensor>& outputs) {
+  std::cout << "\noutputs:\n";
+  for (const auto& [name, t] : outputs) {
+    double sum = 0.0, l1 = 0.0;
+    for (double v : t.data) {
+      sum += v;
+      l1 += std::fabs(v);
+    }
+    std::printf("  %-24s %-5s %-16s sum %.6e  mean|x| %.6e\n", name.c_str(),
+                std::string(graph::dtype_name(t.dtype)).c_str(), shape_text(t.shape).c_str(),
+                sum, t.data.empty() ? 0.0 : l1 / static_cast<double>(t.data.size()));
+  }
+}
+
+bool check_outputs(const Graph& g, const graph::DimValues& dims, const ModelInputs& in,
+                   const std::map<std::string, Tensor>& outputs) {
+  std::map<std::string, Tensor> feeds = in.inputs;
+  for (const auto& [name, t] : in.states) feeds[name] = t;
+  std::map<std::string, Tensor> expected = graph::interpret(g, dims, feeds);
+  bool ok = true;
+  std::cout << "\ncheck against the reference interpreter:\n";
+  for (const auto& [name, want] : expected) {
+    const Tensor& got = outputs.at(name);
+    double max_abs = 0.0, scale = 0.0;
+    bool finite = true;
+    for (std::size_t i = 0; i < want.data.size(); ++i) {
+      if (std::isnan(got.data[i]) != std::isnan(want.data[i])) finite = false;
+      if (std::isfinite(want.data[i])) {
+        max_abs = std::max(max_abs, std::fabs(got.data[i] - want.data[i]));
+        scale = std::max(scale, std::fabs(want.data[i]));
+      }
+    }
+    const double tolerance =
+        (want.dtype == DType::F16 || want.dtype == DType::BF16 ? 2e-2 : 1e-4) * std::max(1.0, scale);
+    const bool good = finite && max_abs <= tolerance;
+    ok = ok && good;
+    std::printf("  %-24s %s  max |error| %.3e (tolerance %.1e)\n", name.c_str(),
+                good ? "ok      " : "MISMATCH", max_abs, tolerance);
+  }
+  return ok;
+}
+
+
+}  // namespace kiln::tools
