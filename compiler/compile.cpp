@@ -90,11 +90,16 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
     summary.program = search_group(rep, target, measurer, search);
     if (search.verbose) {
       const GroupReport& r = summary.program.report;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double eta = elapsed / static_cast<double>(gi + 1) *
+                         static_cast<double>(partition.groups.size() - gi - 1);
       std::cerr << "  " << r.eclasses << " e-classes, " << r.candidates << " candidates, "
                 << r.checked << " checked, " << r.rejected.size() << " rejected, " << r.measured
-                << " measured (" << r.cache_hits << " cached); program "
-                << r.program_seconds * 1e3 << " ms vs one-op " << r.one_op_seconds * 1e3
-                << " ms\n";
+                << " measured (" << r.cache_hits << " cached); best "
+                << std::min(r.program_seconds, r.one_op_seconds) * 1e3 << " ms (one-op "
+                << r.one_op_seconds * 1e3 << " ms); elapsed " << elapsed << " s, ETA " << eta
+                << " s\n";
     }
     out.groups.push_back(std::move(summary));
   }

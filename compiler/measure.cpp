@@ -18,6 +18,7 @@
 
 #include "graph/interpret.hpp"
 #include "runtime/native.hpp"
+#include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
 #include "targets/gemm_reference.hpp"
 
@@ -34,31 +35,7 @@ constexpr std::size_t kMaxInputSets = 8;
 // The smallest time reported: a zero cost would make a kernel free to the search.
 constexpr double kMinSeconds = 1e-9;
 
-fs::path default_root() {
-  if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kiln";
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return fs::path(home) / ".cache" / "kiln";
-  }
-  return fs::temp_directory_path() / "kiln-cache";
-}
 
-void write_atomically(const fs::path& path, const std::string& text) {
-  static std::atomic<unsigned long> counter{0};
-  fs::path tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw support::UserError("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw support::UserError("cannot write " + path.string());
-  }
-}
 
 const graph::Body* body_of(const Candidate& c) { return std::get_if<graph::Body>(&c.op); }
 const runtime::LibraryCall* call_of(const Candidate& c) {
@@ -249,7 +226,7 @@ std::string machine_fingerprint() {
 Measurer::Measurer(runtime::Target& target, fs::path cache_root, std::string fingerprint,
                    runtime::TimerOptions timer)
     : target_(target),
-      dir_((cache_root.empty() ? default_root() : cache_root) / "measure" / target.name()),
+      dir_((cache_root.empty() ? support::default_cache_root() : cache_root) / "measure" / target.name()),
       fingerprint_(machine_fingerprint() + "|" + fingerprint),
       timer_(timer) {
   std::error_code ec;
@@ -465,7 +442,7 @@ double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
 
   char value[40];
   std::snprintf(value, sizeof value, "%.17g", seconds);
-  write_atomically(cache_file(c, dims),
+  support::write_file_atomically(cache_file(c, dims),
                    std::string(value) + "\n# " + target_.name() + " " + describe(c) + "\n");
   ++stats_.measured;
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

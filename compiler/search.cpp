@@ -8,7 +8,6 @@
 #include <iostream>
 #include <functional>
 #include <limits>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -19,6 +18,7 @@
 #include "engine/extract.hpp"
 #include "graph/body_lower.hpp"
 #include "graph/interpret.hpp"
+#include "graph/random_inputs.hpp"
 #include "runtime/executor.hpp"
 #include "support/diagnostic.hpp"
 
@@ -45,44 +45,6 @@ double since(Clock::time_point start) {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // ---- reference values --------------------------------------------------------------------
-
-// Random inputs for every Input node (state included): floats in [-1, 1] without 0, scaled
-// by 1/sqrt(last dim); integers inside the row count of a table they index, else [0, 4).
-std::map<std::string, Tensor> random_inputs(const Graph& g, const graph::DimValues& dims,
-                                            unsigned seed) {
-  std::mt19937 rng(seed);
-  std::map<std::string, Tensor> out;
-  for (NodeId id = 0; id < g.size(); ++id) {
-    const graph::Node& n = g.node(id);
-    if (n.op != Op::Input) continue;
-    Tensor t{n.dtype, {}, {}};
-    for (const graph::Expr& d : n.shape) t.shape.push_back(graph::evaluate(d, dims));
-    t.data.resize(static_cast<std::size_t>(graph::numel(t.shape)));
-    if (graph::is_float(n.dtype)) {
-      const double scale =
-          1.0 / std::sqrt(static_cast<double>(t.shape.empty() ? 1 : std::max<std::int64_t>(1, t.shape.back())));
-      std::uniform_real_distribution<double> dist(-1.0, 1.0);
-      for (double& v : t.data) {
-        do v = dist(rng); while (v == 0.0);
-        v = graph::round_to_dtype(v * scale, n.dtype);
-      }
-    } else {
-      std::int64_t bound = 4;
-      for (NodeId user : g.users(id)) {
-        const graph::Node& u = g.node(user);
-        if (u.op != Op::Gather && u.op != Op::Scatter) continue;
-        std::vector<Graph::Input> ins = g.inputs(user);
-        if (ins.size() > 1 && ins[1].producer == id) {
-          bound = graph::evaluate(ins[0].edge->view.shape()[0], dims);
-        }
-      }
-      std::uniform_int_distribution<std::int64_t> dist(0, std::max<std::int64_t>(1, bound) - 1);
-      for (double& v : t.data) v = static_cast<double>(dist(rng));
-    }
-    out[n.name] = std::move(t);
-  }
-  return out;
-}
 
 double tolerance(DType t) {
   switch (t) {
@@ -327,7 +289,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   report.enodes = view.enodes();
 
   // Original nodes by e-class, and their reference values.
-  const std::map<std::string, Tensor> inputs = random_inputs(g, dims, options.seed);
+  const std::map<std::string, Tensor> inputs = graph::random_inputs(g, dims, options.seed);
   const std::vector<std::vector<double>> reference = graph::interpret_all(g, dims, inputs);
   std::map<Value, NodeId> node_of_class;
   std::vector<Value> class_of_node(g.size());

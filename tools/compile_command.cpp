@@ -31,6 +31,7 @@ struct CompileCommandOptions {
   std::string report;
   bool check = false;
   bool quiet = false;
+  bool stats = false;
   int runs = 3;
   int top = 12;
   unsigned seed = 1;
@@ -49,6 +50,7 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_option("--max-seconds", o.max_seconds, "Saturation time limit per run (default 60)");
   cmd->add_option("--max-rows", o.max_rows, "Saturation size limit (default 2000000 rows)");
   cmd->add_option("--seed", o.seed, "Seed of the random inputs");
+  cmd->add_flag("--stats", o.stats, "Print each group's saturation report (per-rule matches)");
 }
 
 compiler::CompileOptions compile_options(const CompileCommandOptions& o,
@@ -187,6 +189,11 @@ int compile_and_maybe_run(const CompileCommandOptions& o, bool explaining) {
             << " group(s), " << p.llir.num_steps() << " steps; measured " << measured
             << " kernel(s), " << hits << " from the cache, rejected " << rejected << "\n";
   if (!o.report.empty()) write_report(o.report, o.name, o.target, p);
+  if (o.stats) {
+    for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
+      std::cerr << "group " << gi + 1 << " saturation:\n" << p.groups[gi].program.report.rule_stats;
+    }
+  }
   if (explaining) {
     explain(p);
     return 0;

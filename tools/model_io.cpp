@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <random>
 #include <set>
 
 #include "examples/graphs.hpp"
 #include "graph/npy.hpp"
+#include "graph/random_inputs.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::tools {
@@ -54,38 +54,6 @@ graph::DimValues choose_dims(const Graph& g, const std::vector<std::string>& giv
 
 // The exclusive upper bound for values of integer input `id`: the row count of a table it
 // indexes (Gather, Scatter), else 8.
-static std::int64_t index_bound(const Graph& g, NodeId id, const graph::DimValues& dims) {
-  for (NodeId user : g.users(id)) {
-    const graph::Node& n = g.node(user);
-    if (n.op != Op::Gather && n.op != Op::Scatter) continue;
-    std::vector<Graph::Input> ins = g.inputs(user);
-    if (ins.size() > 1 && ins[1].producer == id) {
-      return graph::evaluate(ins[0].edge->view.shape()[0], dims);
-    }
-  }
-  return 8;
-}
-
-static Tensor random_input(const Graph& g, NodeId id, const graph::DimValues& dims, std::mt19937& rng) {
-  const graph::Node& n = g.node(id);
-  Tensor t{n.dtype, {}, {}};
-  for (const graph::Expr& d : n.shape) t.shape.push_back(graph::evaluate(d, dims));
-  const auto count = static_cast<std::size_t>(graph::numel(t.shape));
-  t.data.resize(count);
-  if (graph::is_float(n.dtype)) {
-    const double fan_in = t.shape.empty() ? 1.0 : static_cast<double>(std::max<std::int64_t>(1, t.shape.back()));
-    std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    for (double& v : t.data) {
-      do v = dist(rng) / std::sqrt(fan_in); while (v == 0.0);  // never zeros
-      v = graph::round_to_dtype(v, n.dtype);
-    }
-  } else {
-    std::uniform_int_distribution<std::int64_t> dist(0, std::max<std::int64_t>(1, index_bound(g, id, dims)) - 1);
-    for (double& v : t.data) v = static_cast<double>(dist(rng));
-  }
-  return t;
-}
-
 static std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
@@ -118,25 +86,24 @@ ModelInputs make_inputs(const Graph& g, const graph::DimValues& dims,
     auto [name, file] = split_assignment(text, "input");
     files[name] = file;
   }
-  std::mt19937 rng(seed);
   ModelInputs out;
-  for (NodeId id = 0; id < g.size(); ++id) {
-    const graph::Node& n = g.node(id);
-    if (n.op != Op::Input) continue;
-    if (n.persistent) {
-      Tensor zeros{n.dtype, {}, {}};
-      for (const graph::Expr& d : n.shape) zeros.shape.push_back(graph::evaluate(d, dims));
-      zeros.data.assign(static_cast<std::size_t>(graph::numel(zeros.shape)), 0.0);
-      out.states[n.name] = zeros;
-      continue;
-    }
-    auto file = files.find(n.name);
+  for (auto& [name, t] : graph::random_inputs(g, dims, seed)) {
+    auto file = files.find(name);
     if (file != files.end()) {
-      out.inputs[n.name] = graph::read_npy(file->second);
+      out.inputs[name] = graph::read_npy(file->second);
       files.erase(file);
     } else {
-      out.inputs[n.name] = random_input(g, id, dims, rng);
+      out.inputs[name] = std::move(t);
     }
+  }
+  // Persistent state starts at zero, as the runtime's does.
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (n.op != Op::Input || !n.persistent) continue;
+    graph::Tensor zeros = out.inputs.at(n.name);
+    std::fill(zeros.data.begin(), zeros.data.end(), 0.0);
+    out.states[n.name] = std::move(zeros);
+    out.inputs.erase(n.name);
   }
   if (!files.empty()) {
     throw UserError("--input " + files.begin()->first + ": the model has no such input");

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
 #include "support/hash.hpp"
 
@@ -45,25 +46,7 @@ int run_command(const std::string& command, std::string& output) {
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw support::UserError("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
-}
 
-fs::path default_root() {
-  if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kiln";
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return fs::path(home) / ".cache" / "kiln";
-  }
-  return fs::temp_directory_path() / "kiln-cache";
-}
 
 // The first lines of a compiler log: enough to see the error, short enough to print.
 std::string head(const std::string& log, std::size_t lines = 12) {
@@ -88,7 +71,7 @@ JitCompiler::JitCompiler(fs::path cache_root) {
                              "' (set KILN_CXX): " + head(version, 3));
   }
   const std::string identity = head(version, 1) + "|" + flags();
-  dir_ = (cache_root.empty() ? default_root() : cache_root) / "cpu" /
+  dir_ = (cache_root.empty() ? support::default_cache_root() : cache_root) / "cpu" /
          hex64(support::hash64(identity));
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -128,7 +111,7 @@ bool JitCompiler::build(const std::vector<const KernelSource*>& sources, std::st
   const std::string name = "batch-" + hex64(support::hash64(unit));
   const fs::path cpp = dir_ / (name + ".cpp");
   const fs::path so = dir_ / (name + ".so");
-  write_atomically(cpp, unit);
+  support::write_file_atomically(cpp, unit);
   fs::path tmp = so;
   tmp += ".tmp" + std::to_string(::getpid());
   const auto start = std::chrono::steady_clock::now();
@@ -144,7 +127,7 @@ bool JitCompiler::build(const std::vector<const KernelSource*>& sources, std::st
     return false;
   }
   fs::rename(tmp, so);
-  for (const KernelSource* s : sources) write_atomically(dir_ / (s->symbol + ".ref"), so.filename().string() + "\n");
+  for (const KernelSource* s : sources) support::write_file_atomically(dir_ / (s->symbol + ".ref"), so.filename().string() + "\n");
   stats_.kernels_compiled += sources.size();
   return true;
 }

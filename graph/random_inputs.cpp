@@ -1,0 +1,53 @@
+// Random graph inputs; see random_inputs.hpp.
+#include "graph/random_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace kiln::graph {
+
+namespace {
+
+// The exclusive upper bound for integer input `id`: the row count of a table it indexes.
+std::int64_t index_bound(const Graph& g, NodeId id, const DimValues& dims) {
+  for (NodeId user : g.users(id)) {
+    const Node& u = g.node(user);
+    if (u.op != Op::Gather && u.op != Op::Scatter) continue;
+    std::vector<Graph::Input> ins = g.inputs(user);
+    if (ins.size() > 1 && ins[1].producer == id) {
+      return evaluate(ins[0].edge->view.shape()[0], dims);
+    }
+  }
+  return 4;
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dims, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::map<std::string, Tensor> out;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Input) continue;
+    Tensor t{n.dtype, {}, {}};
+    for (const Expr& d : n.shape) t.shape.push_back(evaluate(d, dims));
+    t.data.resize(static_cast<std::size_t>(numel(t.shape)));
+    if (is_float(n.dtype)) {
+      const auto last = static_cast<double>(
+          t.shape.empty() ? 1 : std::max<std::int64_t>(1, t.shape.back()));
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      for (double& v : t.data) {
+        do v = round_to_dtype(dist(rng) / std::sqrt(last), n.dtype); while (v == 0.0);
+      }
+    } else {
+      const std::int64_t bound = std::max<std::int64_t>(1, index_bound(g, id, dims));
+      std::uniform_int_distribution<std::int64_t> dist(0, bound - 1);
+      for (double& v : t.data) v = static_cast<double>(dist(rng));
+    }
+    out[n.name] = std::move(t);
+  }
+  return out;
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,19 @@
+// Random values for every Input node of a graph: what `kiln run`, `kiln compile` and the
+// compiler's checks feed a model when no data is given. Floats are uniform in [-1, 1] scaled by
+// 1/sqrt(last dim) (like an initialized weight) and never 0 after rounding to the dtype (a zero
+// hides wrong kernels); integers that index a table (Gather or Scatter indices) lie inside it,
+// other integers in [0, 4). Deterministic for a seed.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "graph/hlir.hpp"
+#include "graph/interpret.hpp"
+
+namespace kiln::graph {
+
+// One tensor per Input node (persistent ones included), by name.
+std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dims, unsigned seed);
+
+}  // namespace kiln::graph
