@@ -19,6 +19,11 @@ void gemm_openblas(const runtime::LibraryCall& call, const std::vector<void*>& b
   const CBLAS_TRANSPOSE ta = s.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = s.trans_b ? CblasTrans : CblasNoTrans;
   auto bi = [](long long v) { return static_cast<blasint>(v); };
+  // Small products on one thread: waking OpenBLAS's pool costs more than it saves, and its
+  // spinning threads compete with the OpenMP kernels around the call.
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                       static_cast<double>(s.k);
+  openblas_set_num_threads(flops < 8e6 ? 1 : openblas_get_num_procs());
   for (long long p = 0; p < s.batch; ++p) {
     if (call.dtype == graph::DType::F32) {
       const float* a = static_cast<const float*>(buffers[0]) + s.offset_a + p * s.stride_a;
