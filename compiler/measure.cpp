@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -395,8 +396,11 @@ std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
   return "";
 }
 
-std::optional<double> Measurer::cached(const Candidate& c, const graph::DimValues& dims) const {
-  std::ifstream in(cache_file(c, dims));
+namespace {
+
+// The seconds stored in a cache file; nullopt when absent or unreadable (then measured again).
+std::optional<double> read_seconds(const fs::path& file) {
+  std::ifstream in(file);
   std::string line;
   if (!std::getline(in, line)) return std::nullopt;
   char* end = nullptr;
@@ -404,6 +408,34 @@ std::optional<double> Measurer::cached(const Candidate& c, const graph::DimValue
   if (end == line.c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0.0) {
     return std::nullopt;
   }
+  return seconds;
+}
+
+void write_seconds(const fs::path& file, double seconds, const std::string& comment) {
+  char value[40];
+  std::snprintf(value, sizeof value, "%.17g", seconds);
+  support::write_file_atomically(file, std::string(value) + "\n# " + comment + "\n");
+}
+
+}  // namespace
+
+std::optional<double> Measurer::cached(const Candidate& c, const graph::DimValues& dims) const {
+  return read_seconds(cache_file(c, dims));
+}
+
+double Measurer::time_program(const std::string& program, const graph::DimValues& dims,
+                              const std::function<double()>& measure) {
+  std::string text = "program\n" + target_.name() + "\n" + fingerprint_ + "\n" + program;
+  for (const auto& [name, value] : dims) text += "\n" + name + "=" + std::to_string(value);
+  const fs::path file = dir_ / ("program-" + hex(support::hash128(text.data(), text.size())) +
+                                ".time");
+  if (std::optional<double> seconds = read_seconds(file)) {
+    ++stats_.cache_hits;
+    return *seconds;
+  }
+  const double seconds = std::max(measure(), kMinSeconds);
+  write_seconds(file, seconds, target_.name() + " program");
+  ++stats_.measured;
   return seconds;
 }
 
@@ -440,10 +472,7 @@ double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
       [&] { device.synchronize(); }, timer_);
   const double seconds = std::max(timing.median_seconds, kMinSeconds);
 
-  char value[40];
-  std::snprintf(value, sizeof value, "%.17g", seconds);
-  support::write_file_atomically(cache_file(c, dims),
-                   std::string(value) + "\n# " + target_.name() + " " + describe(c) + "\n");
+  write_seconds(cache_file(c, dims), seconds, target_.name() + " " + describe(c));
   ++stats_.measured;
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return seconds;

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +115,12 @@ class Measurer {
   // The cached time, if any (counts as nothing in stats()): lets the compiler prepare only the
   // candidates that still need measuring.
   std::optional<double> cached(const Candidate& candidate, const graph::DimValues& dims) const;
+
+  // A whole program (a group's LLIR, by its deterministic text) timed end to end: read from
+  // the cache, else `measure()` (seconds) and stored, so that a second compile decides exactly
+  // as the first and measures nothing. Counts in stats() like time().
+  double time_program(const std::string& program, const graph::DimValues& dims,
+                      const std::function<double()>& measure);
 
   struct Stats {
     std::size_t measured = 0;    // time() calls that ran the candidate

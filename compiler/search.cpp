@@ -528,13 +528,15 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     for (const auto& [name, t] : state) executor.set_state(name, t);
     auto result_outputs = executor.run(dims, {});
     if (seconds) {
-      runtime::Timing t = runtime::measure(
-          [&](int) {
-            for (const auto& [name, s] : state) executor.set_state(name, s);
-            executor.run(dims, {});
-          },
-          [&] { target.device().synchronize(); });
-      *seconds = t.median_seconds;
+      *seconds = measurer.time_program(runtime::to_text(llir, true), dims, [&] {
+        return runtime::measure(
+                   [&](int) {
+                     for (const auto& [name, s] : state) executor.set_state(name, s);
+                     executor.run(dims, {});
+                   },
+                   [&] { target.device().synchronize(); })
+            .median_seconds;
+      });
     }
     return result_outputs;
   };

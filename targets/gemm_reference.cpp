@@ -38,13 +38,16 @@ GemmShape gemm_shape(const runtime::LibraryCall& call, const graph::DimValues& d
 }
 
 long long GemmShape::a_elements() const {
-  return batch == 0 ? 0 : offset_a + (batch - 1) * stride_a + (trans_a ? k : m) * lda;
+  // The last row needs only its own columns, not a whole leading dimension.
+  const long long rows = trans_a ? k : m, cols = trans_a ? m : k;
+  return batch == 0 || rows == 0 ? 0 : offset_a + (batch - 1) * stride_a + (rows - 1) * lda + cols;
 }
 long long GemmShape::b_elements() const {
-  return batch == 0 ? 0 : offset_b + (batch - 1) * stride_b + (trans_b ? n : k) * ldb;
+  const long long rows = trans_b ? n : k, cols = trans_b ? k : n;
+  return batch == 0 || rows == 0 ? 0 : offset_b + (batch - 1) * stride_b + (rows - 1) * ldb + cols;
 }
 long long GemmShape::c_elements() const {
-  return batch == 0 ? 0 : (batch - 1) * stride_c + m * ldc;
+  return batch == 0 || m == 0 ? 0 : (batch - 1) * stride_c + (m - 1) * ldc + n;
 }
 
 void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,

@@ -106,9 +106,9 @@ TEST_CASE("compile: the mlp example compiles to Gemm calls and matches the inter
   compiler::Measurer measurer(*target, cache);
   const graph::DimValues dims{{"batch", 16}};
   compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, options(dims));
-  // The three layers' matmuls: a Gemm call measures ~50x faster than the broadcast product and
-  // its reduction, far beyond timing noise.
-  CHECK(gemm_steps(p.llir) == 3);
+  // The two 512-wide layers' matmuls: a Gemm call measures ~50x faster than the broadcast
+  // product and its reduction, far beyond timing noise. (The 10-wide head is close either way.)
+  CHECK(gemm_steps(p.llir) >= 2);
   CHECK(max_error(b.graph(), p, *target, dims) < 1e-4);
   REQUIRE(p.groups.size() == 1);
   CHECK(p.groups[0].program.report.rejected.empty());
