@@ -1,6 +1,10 @@
-// Names and sizes of element types.
+// Names and sizes of element types, and binary16 conversions.
 #include "graph/dtype.hpp"
 
+#include <cmath>
+#include <limits>
+
+#include "graph/interpret.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph {
@@ -46,6 +50,41 @@ std::optional<DType> parse_dtype(std::string_view name) {
     if (dtype_name(t) == name) return t;
   }
   return std::nullopt;
+}
+
+}  // namespace kiln::graph
+
+namespace kiln::graph {
+
+std::uint16_t half_bits(double value) {
+  const double v = round_to_dtype(value, DType::F16);  // now exactly representable
+  if (std::isnan(v)) return 0x7e00;
+  const std::uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const double a = std::fabs(v);
+  if (std::isinf(a)) return sign | 0x7c00;
+  if (a < std::ldexp(1.0, -14)) {  // subnormal (or zero): a multiple of 2^-24
+    return sign | static_cast<std::uint16_t>(std::ldexp(a, 24));
+  }
+  int e = 0;
+  const double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const int exponent = e - 1 + 15;
+  const auto mantissa = static_cast<std::uint16_t>(std::ldexp(m * 2.0 - 1.0, 10));
+  return sign | static_cast<std::uint16_t>(exponent << 10) | mantissa;
+}
+
+double half_value(std::uint16_t bits) {
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  double v;
+  if (exponent == 0) {
+    v = std::ldexp(static_cast<double>(mantissa), -24);
+  } else if (exponent == 31) {
+    v = mantissa ? std::numeric_limits<double>::quiet_NaN()
+                 : std::numeric_limits<double>::infinity();
+  } else {
+    v = std::ldexp(static_cast<double>(1024 + mantissa), exponent - 25);
+  }
+  return (bits & 0x8000) ? -v : v;
 }
 
 }  // namespace kiln::graph

@@ -24,3 +24,12 @@ bool is_integer(DType t);  // I32, I64, U8 (not Bool)
 std::optional<DType> parse_dtype(std::string_view name);
 
 }  // namespace kiln::graph
+
+namespace kiln::graph {
+
+// IEEE binary16 bits <-> values, in portable code (not every compiler has _Float16). To bits
+// rounds to nearest even as round_to_dtype does; NaN becomes the quiet NaN 0x7e00.
+std::uint16_t half_bits(double value);
+double half_value(std::uint16_t bits);
+
+}  // namespace kiln::graph

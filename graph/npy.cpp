@@ -29,7 +29,7 @@ const NpyType kTypes[] = {
 
 double element(const char* p, DType dtype) {
   switch (dtype) {
-    case DType::F16: { _Float16 v; std::memcpy(&v, p, 2); return static_cast<double>(v); }
+    case DType::F16: { std::uint16_t v; std::memcpy(&v, p, 2); return half_value(v); }
     case DType::F32: { float v; std::memcpy(&v, p, 4); return v; }
     case DType::F64: { double v; std::memcpy(&v, p, 8); return v; }
     case DType::I32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
@@ -41,12 +41,16 @@ double element(const char* p, DType dtype) {
 }  // namespace
 
 Tensor read_npy(const std::filesystem::path& path) {
-  auto fail = [&](const std::string& message) -> Tensor {
-    throw support::UserError(path.string() + ": " + message);
-  };
   std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot open the file");
+  if (!in) throw support::UserError(path.string() + ": cannot open the file");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_npy(bytes, path.string());
+}
+
+Tensor parse_npy(const std::string& bytes, const std::string& name) {
+  auto fail = [&](const std::string& message) -> Tensor {
+    throw support::UserError(name + ": " + message);
+  };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return fail("not a .npy file");
   const int major = static_cast<unsigned char>(bytes[6]);
   std::size_t header_len = 0, start = 0;
@@ -76,8 +80,15 @@ Tensor read_npy(const std::filesystem::path& path) {
   Tensor t;
   const std::string dims = m[1];
   const std::regex number(R"(\d+)");
+  // The element count, refusing sizes beyond the file before anything overflows or is allocated.
+  std::uint64_t count = 1;
   for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
-    t.shape.push_back(std::stoll(it->str()));
+    const std::string digits = it->str();
+    if (digits.size() > 12) return fail("dimension " + digits + " is too large");
+    const auto d = static_cast<std::uint64_t>(std::stoll(digits));
+    if (d != 0 && count > bytes.size() / d) count = bytes.size() + 1;  // already too large
+    else count *= d;
+    t.shape.push_back(static_cast<std::int64_t>(d));
   }
   const NpyType* type = nullptr;
   for (const NpyType& k : kTypes) {
@@ -85,11 +96,10 @@ Tensor read_npy(const std::filesystem::path& path) {
   }
   if (!type) return fail("unsupported element type '" + descr + "'");
   t.dtype = type->dtype;
-  const auto count = static_cast<std::size_t>(numel(t.shape));
   const std::size_t data = start + header_len;
-  if (bytes.size() < data + count * type->size) {
+  if (count > bytes.size() || bytes.size() < data + count * type->size) {
     return fail("has " + std::to_string(bytes.size() - data) + " data bytes, shape needs " +
-                std::to_string(count * type->size));
+                (count > bytes.size() ? std::string("more") : std::to_string(count * type->size)));
   }
   t.data.resize(count);
   for (std::size_t i = 0; i < count; ++i) t.data[i] = element(&bytes[data + i * type->size], t.dtype);

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include "graph/interpret.hpp"
 
 namespace kiln::graph {
 
 Tensor read_npy(const std::filesystem::path& path);
+// The same from the file's bytes; `name` names it in errors.
+Tensor parse_npy(const std::string& bytes, const std::string& name);
 
 }  // namespace kiln::graph

@@ -48,7 +48,7 @@ std::vector<std::byte> to_native(const std::vector<double>& values, DType dtype)
     switch (dtype) {
       case DType::F32: put(out, i, static_cast<float>(v)); break;
       case DType::F64: put(out, i, v); break;
-      case DType::F16: put(out, i, static_cast<_Float16>(v)); break;
+      case DType::F16: put(out, i, graph::half_bits(v)); break;
       case DType::BF16: put(out, i, bf16_bits(v)); break;
       case DType::I32: put(out, i, static_cast<std::int32_t>(v)); break;
       case DType::I64: put(out, i, static_cast<std::int64_t>(v)); break;
@@ -64,7 +64,7 @@ std::vector<double> from_native(const void* data, std::size_t count, DType dtype
     switch (dtype) {
       case DType::F32: out[i] = get<float>(data, i); break;
       case DType::F64: out[i] = get<double>(data, i); break;
-      case DType::F16: out[i] = static_cast<double>(get<_Float16>(data, i)); break;
+      case DType::F16: out[i] = graph::half_value(get<std::uint16_t>(data, i)); break;
       case DType::BF16: out[i] = bf16_value(get<std::uint16_t>(data, i)); break;
       case DType::I32: out[i] = get<std::int32_t>(data, i); break;
       case DType::I64: out[i] = static_cast<double>(get<std::int64_t>(data, i)); break;

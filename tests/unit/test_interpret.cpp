@@ -4,6 +4,7 @@
 #include "tests/unit/test_util.hpp"
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -297,4 +298,21 @@ TEST_CASE("interpret: a missing input and a CustomOp are errors [graph]", "[grap
   std::string err = error_of(h, {}, {{"x", {DType::F32, {2}, {1, 2}}}});
   CHECK(contains(err, "my_kernel"));
   CHECK(contains(err, "not supported by the interpreter"));
+}
+
+TEST_CASE("binary16 bits and values round-trip for every pattern", "[dtype]") {
+  for (std::uint32_t b = 0; b < 0x10000; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    const double v = half_value(bits);
+    INFO("bits " << b);
+    if (std::isnan(v)) {
+      CHECK(half_bits(v) == 0x7e00);
+      continue;
+    }
+    CHECK(half_bits(v) == bits);
+    CHECK(round_to_dtype(v, DType::F16) == v);  // every half value is one the interpreter keeps
+  }
+  CHECK(half_value(half_bits(1.0 + 1.0 / 4096)) == 1.0);          // ties to even
+  CHECK(half_value(half_bits(65520.0)) == std::numeric_limits<double>::infinity());
+  CHECK(half_bits(std::ldexp(1.0, -25)) == 0);                     // half of the least subnormal
 }
