@@ -9,7 +9,7 @@
 #include "compiler/sorts.hpp"
 #include "graph/body_lower.hpp"
 #include "graph/hlir.hpp"
-#include "tests/unit/test_program.hpp"
+#include "tests/unit/graph_program.hpp"
 
 using namespace kiln;
 using graph::DType;
@@ -18,19 +18,10 @@ using graph::Node;
 using graph::Op;
 using graph::View;
 
+using kiln::testing::GraphProgram;
+
 namespace {
 
-class GraphProgram : public kiln::testing::TestProgram {
- public:
-  GraphProgram() { sorts_ = compiler::register_graph_sorts(egraph()); }
-  const compiler::GraphSorts& sorts() const { return sorts_; }
-
-  // The Body value of global `name`.
-  engine::Value body(const std::string& name) { return global(name).value; }
-
- private:
-  compiler::GraphSorts sorts_;
-};
 
 Node make(Op op, DType dtype, std::vector<Expr> shape, std::string name = "") {
   Node n;
@@ -94,16 +85,16 @@ TEST_CASE("kernel primitives: one-op-body equals graph::one_op_body", "[compiler
         "(view-contiguous \"[2]\") \"i32\"))\n" +
         "(let scatter (one-op-body \"Scatter\" \"f32\" (view-contiguous \"[seq, 8]\") \"f32\" "
         "(view-contiguous \"[2]\") \"i32\" (view-contiguous \"[2, 8]\") \"f32\"))\n");
-  CHECK(p.body("mul") == expected(mul));
-  CHECK(p.body("sum") == expected(sum));
-  CHECK(p.body("cast") == expected(cast));
-  CHECK(p.body("softmax") == expected(softmax));
-  CHECK(p.body("c") == expected(c));
-  CHECK(p.body("gather") == expected(gather));
-  CHECK(p.body("scatter") == expected(scatter));
+  CHECK(p.value_of("mul") == expected(mul));
+  CHECK(p.value_of("sum") == expected(sum));
+  CHECK(p.value_of("cast") == expected(cast));
+  CHECK(p.value_of("softmax") == expected(softmax));
+  CHECK(p.value_of("c") == expected(c));
+  CHECK(p.value_of("gather") == expected(gather));
+  CHECK(p.value_of("scatter") == expected(scatter));
   // Different ops give different Bodies (the comparison above can fail).
-  CHECK(p.body("sum") != p.body("mul"));
-  CHECK(bodies.get(p.body("softmax")).key() == graph::one_op_body(g, softmax).key());
+  CHECK(p.value_of("sum") != p.value_of("mul"));
+  CHECK(bodies.get(p.value_of("softmax")).key() == graph::one_op_body(g, softmax).key());
 }
 
 TEST_CASE("kernel primitives: one-op-body fails on what is not a valid node", "[compiler]") {

@@ -8,23 +8,16 @@
 
 #include "compiler/sorts.hpp"
 #include "graph/hlir.hpp"
-#include "tests/unit/test_program.hpp"
+#include "tests/unit/graph_program.hpp"
 
 using namespace kiln;
 using graph::Expr;
 using graph::View;
 
+using kiln::testing::GraphProgram;
+
 namespace {
 
-// A program whose e-graph has the graph sorts.
-class GraphProgram : public kiln::testing::TestProgram {
- public:
-  GraphProgram() { sorts_ = compiler::register_graph_sorts(egraph()); }
-  const compiler::GraphSorts& sorts() const { return sorts_; }
-
- private:
-  compiler::GraphSorts sorts_;
-};
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
