@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
 
 #include "support/diagnostic.hpp"
 
@@ -35,6 +36,7 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
   plan.last_step.assign(values, 0);
   plan.in_place.assign(steps, false);
   plan.copy_alias.assign(steps, false);
+  plan.in_place_state.assign(steps, false);
 
   for (ValueId id = 0; id < values; ++id) {
     const Value& v = llir.value(id);
@@ -49,8 +51,10 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
   }
   const StepId end = steps == 0 ? 0 : steps - 1;
   std::vector<bool> is_output(values, false);
+  std::vector<std::string> output_name(values);
   for (const Output& o : llir.outputs()) {
     is_output[o.value] = true;
+    output_name[o.value] = o.name;
     plan.last_step[o.value] = end;
   }
 
@@ -64,7 +68,13 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
       const ValueId in = step.inputs.at(*step.alias);
       const bool once = std::count(step.inputs.begin(), step.inputs.end(), in) == 1;
       const bool dead_after = !is_output[in] && plan.last_step[in] == s;
-      if (llir.value(in).kind == ValueKind::Temporary && once && dead_after &&
+      const Value& source = llir.value(in);
+      if (source.kind == ValueKind::State && once && dead_after &&
+          plan.bytes[in] == plan.bytes[out] && output_name[out] == source.name) {
+        plan.in_place_state[s] = true;  // lives in the state's buffer, not in the arena
+        continue;
+      }
+      if (source.kind == ValueKind::Temporary && once && dead_after &&
           plan.bytes[in] == plan.bytes[out]) {
         plan.in_place[s] = true;
         Allocation& a = allocations[allocation_of[in]];
@@ -103,7 +113,10 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
     for (ValueId v : a.values) plan.offset[v] = offset;
   }
   for (ValueId id = 0; id < values; ++id) {
-    if (llir.value(id).kind == ValueKind::Temporary) plan.unshared_bytes += plan.bytes[id];
+    const Value& v = llir.value(id);
+    if (v.kind == ValueKind::Temporary && !(v.producer && plan.in_place_state[*v.producer])) {
+      plan.unshared_bytes += plan.bytes[id];
+    }
   }
   return plan;
 }
@@ -120,6 +133,12 @@ std::string to_text(const Llir& llir, const BufferPlan& plan) {
       out << " in place of %" << s.inputs[*s.alias];
     }
     out << "\n";
+  }
+  for (StepId s = 0; s < llir.num_steps(); ++s) {
+    if (!plan.in_place_state[s]) continue;
+    const Step& step = llir.step(s);
+    out << "%" << step.output << " in state " << llir.value(step.inputs[*step.alias]).name
+        << "\n";
   }
   out << "arena=" << plan.arena_bytes << " unshared=" << plan.unshared_bytes << "\n";
   return out.str();

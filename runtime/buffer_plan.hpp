@@ -11,6 +11,11 @@
 // values then share one allocation spanning both lifetimes. Otherwise the executor copies
 // input k into the output's own buffer before the step (`copy_alias`).
 //
+// Persistent state updated in place: a step with an alias whose input k is a state value read
+// by no later step and in no other slot, and whose output is the state's next value (an output
+// of the state's name), writes straight into the state's buffer (`in_place_state`): the
+// output takes no arena bytes and the state needs no copy after the run (a KV cache update).
+//
 // Inputs and state are not in the arena: the executor binds or holds them.
 #pragma once
 
@@ -37,6 +42,7 @@ struct BufferPlan {
   // input `alias` into the output first. At most one is true, and only for steps with an alias.
   std::vector<bool> in_place;
   std::vector<bool> copy_alias;
+  std::vector<bool> in_place_state;  // the output is the aliased state's own buffer
 
   std::size_t arena_bytes = 0;     // the planned peak: bytes the arena needs
   std::size_t unshared_bytes = 0;  // the temporaries' bytes summed, without any reuse

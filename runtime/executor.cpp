@@ -216,6 +216,10 @@ std::map<std::string, graph::Tensor> Executor::run(
   for (ValueId id = 0; id < llir_.num_values(); ++id) {
     if (p.offset[id]) address[id] = arena + *p.offset[id];
   }
+  for (StepId s = 0; s < llir_.num_steps(); ++s) {  // state updated in place
+    const Step& step = llir_.step(s);
+    if (p.in_place_state[s]) address[step.output] = address[step.inputs[*step.alias]];
+  }
 
   // Steps.
   if (profile) {
@@ -270,7 +274,10 @@ std::map<std::string, graph::Tensor> Executor::run(
   }
   for (const Output& o : llir_.outputs()) {
     const std::optional<ValueId> state = llir_.find_input(o.name);
-    if (!state || llir_.value(*state).kind != ValueKind::State || *state == o.value) continue;
+    if (!state || llir_.value(*state).kind != ValueKind::State || *state == o.value ||
+        address[*state] == address[o.value]) {
+      continue;
+    }
     if (p.bytes[o.value]) device_.copy(address[*state], address[o.value], p.bytes[o.value]);
   }
   if (profile) profile->total_seconds = seconds_since(run_start);

@@ -78,9 +78,9 @@ JitCompiler::JitCompiler(fs::path cache_root) {
   if (ec) throw support::UserError("cannot create the kernel cache " + dir_.string());
 }
 
-JitCompiler::~JitCompiler() {
-  for (auto& [path, handle] : libraries_) ::dlclose(handle);
-}
+// Loaded kernels stay loaded (RTLD_NODELETE): they bring in the OpenMP runtime, whose worker
+// threads outlive any one compiler object, and unloading it under them crashes the process.
+JitCompiler::~JitCompiler() = default;
 
 KernelFn JitCompiler::load(const std::string& symbol, std::string& error) {
   std::ifstream ref(dir_ / (symbol + ".ref"));
@@ -91,7 +91,7 @@ KernelFn JitCompiler::load(const std::string& symbol, std::string& error) {
   }
   const fs::path path = dir_ / library;
   void*& handle = libraries_[path.string()];
-  if (!handle) handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle) {
     libraries_.erase(path.string());
     error = std::string("dlopen failed: ") + ::dlerror();

@@ -42,6 +42,19 @@ void check_buffer_plan(const Llir& llir, const BufferPlan& plan) {
       CHECK(!plan.offset[v]);
       continue;
     }
+    if (plan.in_place_state[*value.producer]) {  // lives in the state it updates
+      const runtime::Step& step = llir.step(*value.producer);
+      const runtime::Value& state = llir.value(step.inputs[*step.alias]);
+      CHECK(state.kind == runtime::ValueKind::State);
+      CHECK(!plan.offset[v]);
+      CHECK(plan.last_step[step.inputs[*step.alias]] == *value.producer);  // no later reader
+      bool names_state = false;
+      for (const runtime::Output& o : llir.outputs()) {
+        names_state = names_state || (o.value == v && o.name == state.name);
+      }
+      CHECK(names_state);
+      continue;
+    }
     REQUIRE(plan.offset[v]);
     CHECK(*plan.offset[v] % runtime::kBufferAlignment == 0);
     CHECK(*plan.offset[v] + plan.bytes[v] <= plan.arena_bytes);
@@ -53,8 +66,9 @@ void check_buffer_plan(const Llir& llir, const BufferPlan& plan) {
     for (ValueId in : step.inputs) {
       if (plan.offset[in]) CHECK(plan.last_step[in] >= s);
     }
-    CHECK(!(plan.in_place[s] && plan.copy_alias[s]));
-    CHECK((plan.in_place[s] || plan.copy_alias[s]) == step.alias.has_value());
+    CHECK(int(plan.in_place[s]) + int(plan.copy_alias[s]) + int(plan.in_place_state[s]) <= 1);
+    CHECK((plan.in_place[s] || plan.copy_alias[s] || plan.in_place_state[s]) ==
+          step.alias.has_value());
     if (plan.in_place[s]) {
       const ValueId in = step.inputs[*step.alias];
       CHECK(plan.offset[in] == plan.offset[step.output]);
@@ -208,4 +222,37 @@ TEST_CASE("buffer plan: in-place scatter when the destination dies, a copy when 
   CHECK(plan.copy_alias[scatters[1]]);
   CHECK(plan.offset[second.output] != plan.offset[second.inputs[0]]);
   CHECK(plan.copy_alias[scatters[2]]);
+}
+
+TEST_CASE("buffer plan: a cache scattered into its own next value is updated in place",
+          "[runtime][buffer_plan]") {
+  for (bool read_later : {false, true}) {
+    graph::GraphBuilder gb;
+    graph::Graph& g = gb.graph();
+    graph::GraphTensor cache = gb.input("cache", {8, 4}, DType::F32);
+    g.node(cache.node()).persistent = true;
+    graph::GraphTensor ids = gb.input("ids", {2}, DType::I32);
+    graph::GraphTensor values = gb.input("values", {2, 4}, DType::F32);
+    graph::GraphTensor updated = graph::scatter(cache, ids, values);
+    updated.output("cache");                        // the next value of the state
+    (updated * 2.0).output("y");                    // read after the update: fine in place
+    if (read_later) (cache + 1.0).output("old");    // the old value read afterwards: no
+    const Llir llir = runtime::lower_one_op(g);
+    const BufferPlan plan = runtime::plan_buffers(llir, {});
+    kiln::testing::check_buffer_plan(llir, plan);
+    StepId scatter = llir.num_steps();
+    for (StepId s = 0; s < llir.num_steps(); ++s) {
+      if (llir.step(s).alias) scatter = s;
+    }
+    REQUIRE(scatter < llir.num_steps());
+    INFO("read_later=" << read_later);
+    if (read_later) {  // steps run in graph order: the old cache's reader comes after
+      REQUIRE(plan.last_step[llir.step(scatter).inputs[0]] > scatter);
+      CHECK_FALSE(plan.in_place_state[scatter]);
+      CHECK(plan.copy_alias[scatter]);
+    } else {
+      CHECK(plan.in_place_state[scatter]);
+      CHECK_FALSE(plan.offset[llir.step(scatter).output]);
+    }
+  }
 }
