@@ -164,7 +164,7 @@ const BufferPlan& Executor::plan(const graph::DimValues& dims) {
 
 std::map<std::string, graph::Tensor> Executor::run(
     const graph::DimValues& dims, const std::map<std::string, graph::Tensor>& inputs,
-    RunProfile* profile) {
+    RunProfile* profile, bool return_state) {
   const Clock::time_point run_start = Clock::now();
   for (const auto& [name, tensor] : inputs) {
     const std::optional<ValueId> id = llir_.find_input(name);
@@ -264,6 +264,10 @@ std::map<std::string, graph::Tensor> Executor::run(
   // Outputs, then the new state.
   std::map<std::string, graph::Tensor> outputs;
   for (const Output& o : llir_.outputs()) {
+    if (!return_state) {
+      const std::optional<ValueId> state = llir_.find_input(o.name);
+      if (state && llir_.value(*state).kind == ValueKind::State) continue;
+    }
     const Value& v = llir_.value(o.value);
     const std::size_t bytes = p.bytes[o.value];
     std::vector<std::byte> host(bytes);

@@ -48,9 +48,13 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Runs the program once; returns every output by name. With `profile`, times each step.
+  // With `return_state` false, outputs that update persistent state are left out of the result
+  // (they are still the new state; read them with state()): copying large caches back to the
+  // host is not part of a model step, and timing loops should not pay for it.
   std::map<std::string, graph::Tensor> run(const graph::DimValues& dims,
                                            const std::map<std::string, graph::Tensor>& inputs,
-                                           RunProfile* profile = nullptr);
+                                           RunProfile* profile = nullptr,
+                                           bool return_state = true);
 
   // Holds `tensor` on the device as input `name` for every later run that does not pass it.
   void bind(const std::string& name, const graph::Tensor& tensor);
