@@ -161,6 +161,25 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
   };
   per_dim("view-dim", &View::shape);
   per_dim("view-stride", &View::strides);
+  // For library layouts: a dim of size 1 has stride 0 (canonical form), yet reads like a unit
+  // stride, and any leading dimension fits it. view-unit-stride? holds for a unit stride or a
+  // size-1 dim; view-lead is the stride along a dim, or `fallback` (the smallest legal leading
+  // dimension, e.g. the row length) when that dim has size 1.
+  add("view-unit-stride?", {s.view, s.i64}, s.unit, [vs](const Value* a, std::size_t, Value& r) {
+    const View& v = vs->get(a[0]);
+    std::optional<std::size_t> d = as_dim(a[1]);
+    if (!d || *d >= v.rank()) return false;
+    r = 0;
+    return v.strides()[*d] == Expr(1) || v.shape()[*d] == Expr(1);
+  });
+  add("view-lead", {s.view, s.i64, s.expr}, s.expr,
+      [vs, ex](const Value* a, std::size_t, Value& r) {
+        const View& v = vs->get(a[0]);
+        std::optional<std::size_t> d = as_dim(a[1]);
+        if (!d || *d >= v.rank()) return false;
+        r = v.shape()[*d] == Expr(1) ? a[2] : ex->make(v.strides()[*d]);
+        return true;
+      });
   add("view-offset", {s.view}, s.expr, [vs, ex](const Value* a, std::size_t, Value& r) {
     r = ex->make(vs->get(a[0]).offset());
     return true;
