@@ -19,6 +19,7 @@
 
 #include "graph/interpret.hpp"
 #include "runtime/native.hpp"
+#include "graph/compare.hpp"
 #include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
 #include "targets/gemm_reference.hpp"
@@ -105,16 +106,6 @@ std::vector<double> initial_output(const Candidate& c,
     std::copy_n(from.begin(), std::min(from.size(), out.size()), out.begin());
   }
   return out;
-}
-
-double default_tolerance(DType dtype) {
-  switch (dtype) {
-    case DType::F64: return 1e-9;
-    case DType::F32: return 2e-4;
-    case DType::F16:
-    case DType::BF16: return 2e-2;
-    default: return 0.0;
-  }
 }
 
 // For each input slot used directly as a dynamic row, the smallest row count it must stay under.
@@ -381,19 +372,9 @@ std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
     return "no reference semantics for library op " + call.op;
   }
   const std::vector<double> got = run(c, inputs, dims);
-  const double tol = tolerance.value_or(default_tolerance(c.output_dtype));
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const double w = want[i], g = got[i];
-    const bool same = (std::isnan(w) && std::isnan(g)) || w == g ||
-                      std::fabs(g - w) <= tol * (1.0 + std::fabs(w));
-    if (!same) {
-      std::ostringstream out;
-      out << describe(c) << ": output[" << i << "] is " << g << " on target " << target_.name()
-          << ", the reference gives " << w;
-      return out.str();
-    }
-  }
-  return "";
+  const std::string why = graph::mismatch(got, want, c.output_dtype, tolerance);
+  if (why.empty()) return "";
+  return describe(c) + " on target " + target_.name() + ": " + why;
 }
 
 namespace {

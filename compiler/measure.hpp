@@ -103,9 +103,9 @@ class Measurer {
                           const graph::DimValues& dims);
 
   // Runs a candidate on random inputs (see above) and compares it with its reference semantics
-  // (graph::interpret_body, targets::gemm_reference; slow, so use small dims): "" when every output element agrees
-  // within `tolerance` (relative, plus the same absolute margin; default by dtype) and is not
-  // NaN where the reference is not, else a message naming the first differing element.
+  // (graph::interpret_body, targets::gemm_reference; slow, so use small dims): "" when the
+  // output agrees by graph::mismatch (`tolerance` overrides the dtype's), else a message
+  // naming the candidate and the first differing element.
   std::string check(const Candidate& candidate, const graph::DimValues& dims,
                     std::optional<double> tolerance = std::nullopt);
 

@@ -17,6 +17,7 @@
 #include "engine/builtins.hpp"
 #include "engine/extract.hpp"
 #include "graph/body_lower.hpp"
+#include "graph/compare.hpp"
 #include "graph/interpret.hpp"
 #include "graph/random_inputs.hpp"
 #include "runtime/executor.hpp"
@@ -45,38 +46,6 @@ double since(Clock::time_point start) {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // ---- reference values --------------------------------------------------------------------
-
-double tolerance(DType t) {
-  switch (t) {
-    case DType::F64: return 1e-9;
-    case DType::F32: return 2e-4;
-    case DType::F16: case DType::BF16: return 2e-2;
-    default: return 0.5;  // integers and bool: exact
-  }
-}
-
-// "" when `got` matches `want` (relative to the largest reference magnitude), else why not.
-std::string compare(const std::vector<double>& got, const std::vector<double>& want, DType t) {
-  if (got.size() != want.size()) {
-    return "has " + std::to_string(got.size()) + " elements, expected " +
-           std::to_string(want.size());
-  }
-  double scale = 1.0;
-  for (double w : want) {
-    if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
-  }
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const bool bad_nan = std::isnan(got[i]) && !std::isnan(want[i]);
-    const bool bad_inf = std::isinf(want[i]) && got[i] != want[i];
-    const bool far = std::isfinite(want[i]) && !(std::fabs(got[i] - want[i]) <= tolerance(t) * scale);
-    if (bad_nan || bad_inf || far) {
-      std::ostringstream out;
-      out << "element " << i << " is " << got[i] << ", the interpreter says " << want[i];
-      return out.str();
-    }
-  }
-  return "";
-}
 
 // ---- reading the e-graph -----------------------------------------------------------------
 
@@ -394,7 +363,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     std::vector<double> got = measurer.run(c.candidate, in, dims);
     got.resize(want->size());
     ++report.checked;
-    std::string why = compare(got, *want, c.candidate.output_dtype);
+    std::string why = graph::mismatch(got, *want, c.candidate.output_dtype);
     if (!why.empty()) {
       c.rejected = true;
       report.rejected.push_back({c.what, why, rules_of(c.output)});
@@ -540,7 +509,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   std::map<std::string, Tensor> got = run_program(chosen, &report.program_seconds);
   for (NodeId id : outputs) {
     const std::string& name = g.node(id).name;
-    std::string why = compare(got.at(name).data, reference[id], g.node(id).dtype);
+    std::string why = graph::mismatch(got.at(name).data, reference[id], g.node(id).dtype);
     if (!why.empty()) {
       std::set<std::string> suspects;
       for (const GroupStep& s : chosen.steps) suspects.insert(s.rules.begin(), s.rules.end());

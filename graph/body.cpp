@@ -226,7 +226,8 @@ ScalarId BodyBuilder::index(const Expr& value, DType dtype) {
   return add(std::move(s));
 }
 
-ScalarId BodyBuilder::load(std::size_t input, const Expr& index, const Expr& valid) {
+// A Load node of `input` at `index`, not yet added.
+Scalar BodyBuilder::load_node(std::size_t input, const Expr& index, const Expr& valid) const {
   KILN_ASSERT(input < body_.inputs_.size(), "Body: load of unknown input " +
                                                 std::to_string(input));
   Scalar s;
@@ -235,21 +236,18 @@ ScalarId BodyBuilder::load(std::size_t input, const Expr& index, const Expr& val
   s.slot = input;
   s.index = index;
   s.valid = valid;
-  return add(std::move(s));
+  return s;
+}
+
+ScalarId BodyBuilder::load(std::size_t input, const Expr& index, const Expr& valid) {
+  return add(load_node(input, index, valid));
 }
 
 ScalarId BodyBuilder::load_row(std::size_t input, const Expr& index, ScalarId row,
                                const Expr& row_stride, const Expr& row_count,
                                const Expr& valid) {
-  KILN_ASSERT(input < body_.inputs_.size(), "Body: load of unknown input " +
-                                                std::to_string(input));
-  Scalar s;
-  s.op = ScalarOp::Load;
-  s.dtype = body_.inputs_[input];
-  s.slot = input;
-  s.index = index;
+  Scalar s = load_node(input, index, valid);
   s.args = {row};
-  s.valid = valid;
   s.row_stride = row_stride;
   s.row_count = row_count;
   return add(std::move(s));

@@ -190,6 +190,7 @@ class BodyBuilder {
 
  private:
   ScalarId add(Scalar s);
+  Scalar load_node(std::size_t input, const Expr& index, const Expr& valid) const;
   void check_id(ScalarId id) const;
 
   Body body_;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "examples/graphs.hpp"
+#include "graph/compare.hpp"
 #include "graph/npy.hpp"
 #include "graph/random_inputs.hpp"
 #include "support/diagnostic.hpp"
@@ -134,24 +135,19 @@ bool check_outputs(const Graph& g, const graph::DimValues& dims, const ModelInpu
   std::cout << "\ncheck against the reference interpreter:\n";
   for (const auto& [name, want] : expected) {
     const Tensor& got = outputs.at(name);
-    double max_abs = 0.0, scale = 0.0;
-    bool finite = true;
+    double max_abs = 0.0;
     for (std::size_t i = 0; i < want.data.size(); ++i) {
-      if (std::isnan(got.data[i]) != std::isnan(want.data[i])) finite = false;
       if (std::isfinite(want.data[i])) {
         max_abs = std::max(max_abs, std::fabs(got.data[i] - want.data[i]));
-        scale = std::max(scale, std::fabs(want.data[i]));
       }
     }
-    const double tolerance =
-        (want.dtype == DType::F16 || want.dtype == DType::BF16 ? 2e-2 : 1e-4) * std::max(1.0, scale);
-    const bool good = finite && max_abs <= tolerance;
-    ok = ok && good;
-    std::printf("  %-24s %s  max |error| %.3e (tolerance %.1e)\n", name.c_str(),
-                good ? "ok      " : "MISMATCH", max_abs, tolerance);
+    const std::string why = graph::mismatch(got.data, want.data, want.dtype);
+    ok = ok && why.empty();
+    std::printf("  %-24s %s  max |error| %.3e%s%s\n", name.c_str(),
+                why.empty() ? "ok      " : "MISMATCH", max_abs, why.empty() ? "" : ": ",
+                why.c_str());
   }
   return ok;
 }
-
 
 }  // namespace kiln::tools

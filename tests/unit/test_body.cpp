@@ -12,10 +12,12 @@
 #include "graph/body_lower.hpp"
 #include "graph/interpret.hpp"
 #include "graph/tensor.hpp"
+#include "tests/unit/graph_fixtures.hpp"
 #include "tests/unit/test_util.hpp"
 
 using namespace kiln::graph;
 using kiln::testing::contains;
+using kiln::testing::random_tensor;
 using kiln::testing::user_error_of;
 
 namespace {
@@ -46,16 +48,6 @@ std::map<std::string, Tensor> run_by_bodies(const Graph& g, const DimValues& dim
     values[id] = std::move(out);
   }
   return outputs;
-}
-
-Tensor random_tensor(std::mt19937& rng, DType dtype, std::vector<std::int64_t> shape,
-                     double lo = -2.0, double hi = 2.0) {
-  Tensor t{dtype, shape, {}};
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::int64_t i = 0; i < numel(shape); ++i) {
-    t.data.push_back(round_to_dtype(is_float(dtype) ? dist(rng) : std::floor(dist(rng)), dtype));
-  }
-  return t;
 }
 
 void check_same(const std::map<std::string, Tensor>& expected,
@@ -122,25 +114,8 @@ TEST_CASE("one-op bodies of reductions, softmax and matmul", "[body]") {
 TEST_CASE("one-op bodies of integer ops, gather and scatter", "[body]") {
   std::mt19937 rng(5);
   GraphBuilder gb;
-  Graph& g = gb.graph();
-  GraphTensor table = gb.input("table", {6, 4}, DType::F32);
-  GraphTensor ids = gb.input("ids", {3}, DType::I32);
-  GraphTensor values = gb.input("values", {3, 4}, DType::F32);
-  GraphTensor k = gb.input("k", {3}, DType::I32);
-  gather(table, ids).output("gathered");
-  scatter(table, ids, values).output("scattered");
-  Node mod;
-  mod.op = Op::Mod;
-  mod.dtype = DType::I32;
-  mod.shape = {Expr(3)};
-  gb.add(mod, {ids + 7.0, k}).output("mod");
-  validate(g);
-  Tensor id_values{DType::I32, {3}, {4, 0, 4}};  // a repeated row: the last write wins
-  Tensor divisors{DType::I32, {3}, {3, -2, 5}};
-  check_graph(gb, {}, {{"table", random_tensor(rng, DType::F32, {6, 4})},
-                       {"ids", id_values},
-                       {"values", random_tensor(rng, DType::F32, {3, 4})},
-                       {"k", divisors}});
+  const auto feeds = kiln::testing::build_index_ops(gb, rng);
+  check_graph(gb, {}, feeds);
 }
 
 TEST_CASE("Body text is deterministic and nodes are hash-consed", "[body]") {

@@ -16,11 +16,13 @@
 #include "runtime/native.hpp"
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
+#include "tests/unit/graph_fixtures.hpp"
 #include "tests/unit/test_util.hpp"
 
 using namespace kiln;
 using namespace kiln::graph;
 using kiln::testing::contains;
+using kiln::testing::random_tensor;
 
 namespace {
 
@@ -63,16 +65,6 @@ void collect(const Graph& g, const DimValues& dims, const std::map<std::string, 
   }
 }
 
-Tensor random_tensor(std::mt19937& rng, DType dtype, std::vector<std::int64_t> shape) {
-  Tensor t{dtype, shape, {}};
-  std::uniform_real_distribution<double> dist(-3.0, 3.0);
-  for (std::int64_t i = 0; i < numel(shape); ++i) {
-    double v = dist(rng);
-    t.data.push_back(round_to_dtype(is_float(dtype) ? v : std::floor(v), dtype));
-  }
-  return t;
-}
-
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   std::mt19937 rng(3);
@@ -100,28 +92,8 @@ std::vector<Case> all_cases() {
   }
   {
     GraphBuilder gb;
-    GraphTensor table = gb.input("table", {6, 4}, DType::F32);
-    GraphTensor ids = gb.input("ids", {3}, DType::I32);
-    GraphTensor values = gb.input("values", {3, 4}, DType::F32);
-    GraphTensor k = gb.input("k", {3}, DType::I32);
-    gather(table, ids).output("gathered");
-    scatter(table, ids, values).output("scattered");
-    Node mod;
-    mod.op = Op::Mod;
-    mod.dtype = DType::I32;
-    mod.shape = {Expr(3)};
-    gb.add(mod, {ids + 7.0, k}).output("mod");
-    Node cast;
-    cast.op = Op::Cast;
-    cast.dtype = DType::I32;
-    cast.shape = {Expr(6), Expr(4)};
-    gb.add(cast, {table * 1000.0}).output("to_int");
-    collect(gb.graph(), {},
-            {{"table", random_tensor(rng, DType::F32, {6, 4})},
-             {"ids", Tensor{DType::I32, {3}, {4, 0, 4}}},
-             {"values", random_tensor(rng, DType::F32, {3, 4})},
-             {"k", Tensor{DType::I32, {3}, {3, -2, 5}}}},
-            cases);
+    const auto feeds = kiln::testing::build_index_ops(gb, rng);
+    collect(gb.graph(), {}, feeds, cases);
   }
   return cases;
 }

@@ -17,6 +17,7 @@
 
 #include "examples/graphs.hpp"
 #include "graph/interpret.hpp"
+#include "graph/compare.hpp"
 #include "graph/nn.hpp"
 #include "graph/tensor.hpp"
 #include "runtime/buffer_plan.hpp"
@@ -66,16 +67,6 @@ void warm_cpu(const std::vector<const runtime::Llir*>& programs) {
   cpu_target().prepare(bodies);
 }
 
-double tolerance(DType dtype) {
-  switch (dtype) {
-    case DType::F64: return 1e-9;
-    case DType::F32: return 2e-4;
-    case DType::F16:
-    case DType::BF16: return 2e-2;
-    default: return 0.0;
-  }
-}
-
 void check_same(const TensorMap& expected, const TensorMap& actual, double scale = 1.0) {
   REQUIRE(expected.size() == actual.size());
   for (const auto& [name, want] : expected) {
@@ -85,7 +76,7 @@ void check_same(const TensorMap& expected, const TensorMap& actual, double scale
     REQUIRE(got.dtype == want.dtype);
     REQUIRE(got.shape == want.shape);
     REQUIRE(got.data.size() == want.data.size());
-    const double tol = tolerance(want.dtype) * scale;
+    const double tol = graph::reference_tolerance(want.dtype) * scale;
     std::size_t bad = 0;
     for (std::size_t i = 0; i < want.data.size(); ++i) {
       const double w = want.data[i];

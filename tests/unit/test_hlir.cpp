@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/graph_fixtures.hpp"
 #include "graph/dtype.hpp"
 #include "graph/hlir.hpp"
 #include "support/diagnostic.hpp"
@@ -13,16 +14,10 @@
 using namespace kiln::graph;
 using kiln::support::UserError;
 
+using kiln::testing::make;
+
 namespace {
 
-Node make(Op op, DType dtype, std::vector<Expr> shape, std::string name = "") {
-  Node n;
-  n.op = op;
-  n.dtype = dtype;
-  n.shape = std::move(shape);
-  n.name = std::move(name);
-  return n;
-}
 
 // y = sum_k x[s, k] * w[k, j] + b[j], built by hand as the tensor API will build it.
 struct Mlp {

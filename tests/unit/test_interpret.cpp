@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/graph_fixtures.hpp"
 #include "graph/dtype.hpp"
 #include "graph/hlir.hpp"
 #include "graph/interpret.hpp"
@@ -17,16 +18,10 @@
 using namespace kiln::graph;
 using kiln::support::UserError;
 
+using kiln::testing::make;
+
 namespace {
 
-Node make(Op op, DType dtype, std::vector<Expr> shape, std::string name = "") {
-  Node n;
-  n.op = op;
-  n.dtype = dtype;
-  n.shape = std::move(shape);
-  n.name = std::move(name);
-  return n;
-}
 
 NodeId input(Graph& g, const std::string& name, std::vector<Expr> shape,
              DType dtype = DType::F32) {

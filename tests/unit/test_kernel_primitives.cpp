@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/sorts.hpp"
+#include "tests/unit/graph_fixtures.hpp"
 #include "graph/body_lower.hpp"
 #include "graph/hlir.hpp"
 #include "tests/unit/graph_program.hpp"
@@ -20,17 +21,11 @@ using graph::View;
 
 using kiln::testing::GraphProgram;
 
+using kiln::testing::make;
+
 namespace {
 
 
-Node make(Op op, DType dtype, std::vector<Expr> shape, std::string name = "") {
-  Node n;
-  n.op = op;
-  n.dtype = dtype;
-  n.shape = std::move(shape);
-  n.name = std::move(name);
-  return n;
-}
 
 std::string lit(const View& v) { return "(view \"" + graph::to_string(v) + "\")"; }
 
