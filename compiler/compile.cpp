@@ -32,20 +32,20 @@ std::vector<fs::path> rule_files(const CompileOptions& options, const runtime::T
     throw support::UserError("compile: no rules/hlir.egg under " + dir.string() +
                              " (set KILN_RULES_DIR)");
   }
-  std::vector<fs::path> files{dir / "hlir.egg"};
-  for (const char* name : {"dtype_prop.egg", "kernel_rewrite.egg"}) {
-    if (fs::exists(dir / name)) files.push_back(dir / name);
-  }
-  if (fs::is_directory(dir / "matmul_flattening")) {
-    std::vector<fs::path> flattening;
-    for (const auto& e : fs::directory_iterator(dir / "matmul_flattening")) {
-      if (e.path().extension() == ".egg") flattening.push_back(e.path());
+  // Every rule file of the folder, at any depth, in path order: a new file is picked up by
+  // dropping it in (its stage is one line of pipeline.egg). Each depends only on hlir.egg.
+  std::vector<fs::path> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const fs::path& p = e.path();
+    if (e.is_regular_file() && p.extension() == ".egg" && p != dir / "hlir.egg" &&
+        p != dir / "pipeline.egg") {
+      found.push_back(p);
     }
-    std::sort(flattening.begin(), flattening.end());
-    files.insert(files.end(), flattening.begin(), flattening.end());
   }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> files{dir / "hlir.egg"};
+  files.insert(files.end(), found.begin(), found.end());
   for (const fs::path& f : target.rule_files()) files.push_back(f);
-  if (fs::exists(dir / "consumed_buffer.egg")) files.push_back(dir / "consumed_buffer.egg");
   for (const fs::path& f : options.extra_rules) {
     if (!fs::exists(f)) throw support::UserError("compile: --rules " + f.string() + ": no such file");
     files.push_back(f);

@@ -5,10 +5,11 @@
 //   -> per chunk, in order: the group's program instantiated as LLIR steps, its boundary inputs
 //      bound to the values earlier chunks produced, its weights to its own inputs.
 //
-// Rule files: rules_dir/{hlir, dtype_prop, kernel_rewrite}.egg, rules_dir/matmul_flattening/
-// *.egg, the target's rule files, rules_dir/consumed_buffer.egg, then `extra_rules` (a user's
-// --rules), then the graph's terms, then rules_dir/pipeline.egg. Missing optional files are
-// skipped; hlir.egg is required.
+// Rule files, in load order: rules_dir/hlir.egg (the declarations every file may use); every
+// other *.egg under rules_dir, at any depth, in path order (pipeline.egg excepted); the
+// target's rule files; `extra_rules` (a user's --rules); then the graph's terms; then
+// rules_dir/pipeline.egg, the staged schedule. Adding a rule file is dropping it into rules/
+// (or a target's rules/) and naming its ruleset in one line of pipeline.egg.
 #pragma once
 
 #include <filesystem>

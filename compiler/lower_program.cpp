@@ -17,7 +17,7 @@ std::map<graph::NodeId, runtime::ValueId> instantiate(
     std::vector<runtime::ValueId> inputs;
     for (const Ref& r : s.inputs) inputs.push_back(resolve(r));
     if (const graph::Body* body = std::get_if<graph::Body>(&s.op)) {
-      step_value.push_back(llir.add_kernel(*body, inputs, s.shape, label(s)));
+      step_value.push_back(llir.add_kernel(*body, inputs, s.shape, label(s), s.in_place));
     } else {
       step_value.push_back(llir.add_call(std::get<runtime::LibraryCall>(s.op), inputs, s.dtype,
                                          s.shape, label(s)));

@@ -51,10 +51,10 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
   }
   const StepId end = steps == 0 ? 0 : steps - 1;
   std::vector<bool> is_output(values, false);
-  std::vector<std::string> output_name(values);
+  std::vector<std::vector<std::string>> output_names(values);  // a value may be several outputs
   for (const Output& o : llir.outputs()) {
     is_output[o.value] = true;
-    output_name[o.value] = o.name;
+    output_names[o.value].push_back(o.name);
     plan.last_step[o.value] = end;
   }
 
@@ -64,27 +64,41 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
   for (StepId s = 0; s < steps; ++s) {
     const Step& step = llir.step(s);
     const ValueId out = step.output;
-    if (step.alias) {
+    if (step.alias && step.in_place) {
+      // The program chose to overwrite the input (its rules proved nothing else reads it):
+      // execute that, after checking that it is safe here.
       const ValueId in = step.inputs.at(*step.alias);
-      const bool once = std::count(step.inputs.begin(), step.inputs.end(), in) == 1;
-      const bool dead_after = !is_output[in] && plan.last_step[in] == s;
       const Value& source = llir.value(in);
-      if (source.kind == ValueKind::State && once && dead_after &&
-          plan.bytes[in] == plan.bytes[out] && output_name[out] == source.name) {
+      std::string why;
+      if (std::count(step.inputs.begin(), step.inputs.end(), in) != 1) {
+        why = "the step reads it in another slot too";
+      } else if (is_output[in] || plan.last_step[in] != s) {
+        why = "it is read later";
+      } else if (plan.bytes[in] != plan.bytes[out]) {
+        why = "its size differs from the output's";
+      } else if (source.kind == ValueKind::Input) {
+        why = "it is a caller's input";
+      } else if (source.kind == ValueKind::State &&
+                 std::find(output_names[out].begin(), output_names[out].end(), source.name) ==
+                     output_names[out].end()) {
+        why = "it is state whose next value is not this output";
+      }
+      if (!why.empty()) {
+        throw support::UserError("buffer plan: step " + std::to_string(s) + " (" + step.label +
+                                 ") overwrites %" + std::to_string(in) + " in place, but " + why);
+      }
+      if (source.kind == ValueKind::State) {
         plan.in_place_state[s] = true;  // lives in the state's buffer, not in the arena
         continue;
       }
-      if (source.kind == ValueKind::Temporary && once && dead_after &&
-          plan.bytes[in] == plan.bytes[out]) {
-        plan.in_place[s] = true;
-        Allocation& a = allocations[allocation_of[in]];
-        a.values.push_back(out);
-        a.last = std::max(a.last, plan.last_step[out]);
-        allocation_of[out] = allocation_of[in];
-        continue;
-      }
-      plan.copy_alias[s] = true;
+      plan.in_place[s] = true;
+      Allocation& a = allocations[allocation_of[in]];
+      a.values.push_back(out);
+      a.last = std::max(a.last, plan.last_step[out]);
+      allocation_of[out] = allocation_of[in];
+      continue;
     }
+    if (step.alias) plan.copy_alias[s] = true;
     allocation_of[out] = allocations.size();
     allocations.push_back(Allocation{{out}, s, plan.last_step[out], plan.bytes[out], 0});
   }

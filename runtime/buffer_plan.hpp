@@ -6,15 +6,15 @@
 // first step, each takes the lowest 64-byte-aligned offset whose bytes no live temporary holds
 // (first fit), so memory of dead values is reused.
 //
-// In-place aliases (Step::alias = k): the output takes input k's buffer when input k is a
-// temporary of the same size read by no later step and in no other slot of this step; the two
-// values then share one allocation spanning both lifetimes. Otherwise the executor copies
-// input k into the output's own buffer before the step (`copy_alias`).
-//
-// Persistent state updated in place: a step with an alias whose input k is a state value read
-// by no later step and in no other slot, and whose output is the state's next value (an output
-// of the state's name), writes straight into the state's buffer (`in_place_state`): the
-// output takes no arena bytes and the state needs no copy after the run (a KV cache update).
+// In-place steps (Step::alias = k with Step::in_place): the program says the output overwrites
+// input k (the compiler's extraction chose it; its rules allowed it only where nothing else
+// reads input k). The plan executes that: a temporary input and the output share one
+// allocation spanning both lifetimes; a state input whose next value is this output (an output
+// of the state's name: a KV cache update) is written in the state's own buffer
+// (`in_place_state`: no arena bytes, no copy after the run). It checks that this is safe — input
+// k is read in no other slot and by no later step, is not an output or a caller's input, and has
+// the output's size — and a step that is not is a UserError naming it (the compiler then drops
+// the in-place form). Any other step with an alias gets a copy of input k first (`copy_alias`).
 //
 // Inputs and state are not in the arena: the executor binds or holds them.
 #pragma once

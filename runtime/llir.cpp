@@ -143,7 +143,7 @@ ValueId Llir::add_step(Step step, graph::DType dtype, std::vector<Expr> shape) {
 }
 
 ValueId Llir::add_kernel(graph::Body body, std::vector<ValueId> inputs, std::vector<Expr> shape,
-                         std::string label) {
+                         std::string label, bool in_place) {
   KILN_ASSERT(body.inputs().size() == inputs.size(), "LLIR: kernel input count mismatch");
   KILN_ASSERT(body.output_size() == shape_size(shape), "LLIR: kernel output size mismatch");
   for (std::size_t slot = 0; slot < inputs.size(); ++slot) {
@@ -155,6 +155,8 @@ ValueId Llir::add_kernel(graph::Body body, std::vector<ValueId> inputs, std::vec
   step.label = std::move(label);
   step.flops = body_flops(body);
   step.alias = body.output_aliases();
+  KILN_ASSERT(!in_place || step.alias, "LLIR: an in-place kernel needs an output alias");
+  step.in_place = in_place;
   const graph::DType dtype = body.dtype();
   step.op = std::move(body);
   return add_step(std::move(step), dtype, std::move(shape));
@@ -238,6 +240,7 @@ std::string to_text(const Llir& llir, bool include_bodies) {
         << " written=" << graph::to_string(s.bytes_written)
         << " flops=" << graph::to_string(s.flops);
     if (s.alias) out << " alias=" << *s.alias;
+    if (s.in_place) out << " in_place";
     if (const LibraryCall* call = s.call()) {
       for (const auto& [name, value] : call->params) {
         out << " " << name << "=" << graph::to_string(value);

@@ -21,6 +21,10 @@
 //                    gemm: 2 * batch * m * n * k. Other library calls: 0.
 //   alias            the input slot whose buffer the output reuses (Body::output_aliases):
 //                    the output must hold that input's contents before the step runs.
+//   in_place         with an alias: the step writes into that input's own buffer (the
+//                    compiler's extraction chose the in-place form, which its rules allowed
+//                    only when nothing else reads the input); without it, the executor copies
+//                    the input into the output's buffer first.
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
@@ -69,6 +73,7 @@ struct Step {
   graph::Expr bytes_written;
   graph::Expr flops;
   std::optional<std::size_t> alias;  // the input slot whose contents the output starts from
+  bool in_place = false;             // the output is written into that input's buffer
 
   const graph::Body* body() const { return std::get_if<graph::Body>(&op); }
   const LibraryCall* call() const { return std::get_if<LibraryCall>(&op); }
@@ -96,8 +101,9 @@ class Llir {
                     bool persistent = false);
   // A kernel step reading `inputs` by slot; its output has `shape` and the body's dtype, and
   // the body's output size must equal the product of `shape` (internal error otherwise).
+  // `in_place`: see the header comment (only for a body with output_aliases()).
   ValueId add_kernel(graph::Body body, std::vector<ValueId> inputs,
-                     std::vector<graph::Expr> shape, std::string label);
+                     std::vector<graph::Expr> shape, std::string label, bool in_place = false);
   // A library call step (buffers: inputs, then the output).
   ValueId add_call(LibraryCall call, std::vector<ValueId> inputs, graph::DType dtype,
                    std::vector<graph::Expr> shape, std::string label);
@@ -130,7 +136,7 @@ graph::Expr shape_size(const std::vector<graph::Expr>& shape);
 // Deterministic text, one line per value or step in order of creation, then the outputs:
 //   %0 = input x f32 [seq, 4]
 //   %2 = kernel f32 [seq, 4] (%0, %1) "%3 Add" size=4*seq read=32*seq written=16*seq flops=4*seq
-//   %3 = call gemm f32 [...] (...) "..." ... alias=0
+//   %3 = kernel f32 [...] (...) "..." ... alias=0 in_place
 //   output y = %2
 // Bodies print with `include_bodies` (indented under their step), else only their labels.
 std::string to_text(const Llir& llir, bool include_bodies = false);

@@ -99,8 +99,11 @@ void write_report(const std::string& path, const std::string& model, const std::
     out << "], \"nodes\": " << g.nodes << ", \"eclasses\": " << r.eclasses
         << ", \"enodes\": " << r.enodes << ", \"candidates\": " << r.candidates
         << ", \"checked\": " << r.checked << ", \"measured\": " << r.measured
-        << ", \"cache_hits\": " << r.cache_hits << ", \"saturation_seconds\": "
-        << r.saturation_seconds << ", \"measure_seconds\": " << r.measure_seconds
+        << ", \"cache_hits\": " << r.cache_hits << ", \"stop_reason\": "
+        << json_string(r.stop_reason) << ", \"extractions\": " << r.extractions
+        << ", \"saturation_seconds\": " << r.saturation_seconds
+        << ", \"check_seconds\": " << r.check_seconds
+        << ", \"measure_seconds\": " << r.measure_seconds
         << ", \"extract_seconds\": " << r.extract_seconds << ", \"program_seconds\": "
         << r.program_seconds << ", \"one_op_seconds\": " << r.one_op_seconds
         << ", \"kept_one_op\": " << (r.kept_one_op ? "true" : "false") << ", \"rejected\": [";
@@ -113,7 +116,8 @@ void write_report(const std::string& path, const std::string& model, const std::
     for (std::size_t i = 0; i < g.program.steps.size(); ++i) {
       const compiler::GroupStep& s = g.program.steps[i];
       out << (i ? ", " : "") << "{\"node\": " << (s.node ? std::to_string(*s.node) : "null")
-          << ", \"how\": " << json_string(s.how) << ", \"seconds\": " << s.seconds
+          << ", \"how\": " << json_string(s.how)
+          << ", \"in_place\": " << (s.in_place ? "true" : "false") << ", \"seconds\": " << s.seconds
           << ", \"measured\": " << (s.measured ? "true" : "false")
           << ", \"rules\": " << json_list(s.rules) << "}";
     }
@@ -137,7 +141,7 @@ void explain(const compiler::CompiledProgram& p) {
     std::cout << "\ngroup " << gi + 1 << " (chunks";
     for (std::size_t m : g.members) std::cout << ' ' << m;
     std::cout << "; " << g.nodes << " HLIR nodes; " << r.eclasses << " e-classes, " << r.enodes
-              << " e-nodes after saturation)\n";
+              << " e-nodes after saturation, which stopped: " << r.stop_reason << ")\n";
     std::cout << "  program " << seconds_text(r.program_seconds) << " vs one kernel per op "
               << seconds_text(r.one_op_seconds)
               << (r.kept_one_op ? "  (the one-op program was faster and is kept)" : "") << "\n";

@@ -5,6 +5,7 @@
 //   kiln compile NAME   search the fastest checked program, then run it with a report
 //   kiln explain NAME   the search's choices and rejections
 //   kiln dump-egraph    one group's e-graph (DOT or JSON)
+//   kiln check-rules    each rule's unions checked by evaluating both sides
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
       kiln::tools::add_compile_command(app),
       kiln::tools::add_explain_command(app),
       kiln::tools::add_dump_egraph_command(app),
+      kiln::tools::add_check_rules_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   try {

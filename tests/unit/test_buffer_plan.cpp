@@ -119,33 +119,79 @@ graph::Body scatter_kernel(const Llir& llir, const std::vector<ValueId>& inputs,
   return b.finish_rows(b.load(0, o), size, o, row, 1, size, 0);
 }
 
-// A random program: inputs, then steps reading random earlier values, some of them in place.
-Llir random_llir(std::mt19937& rng, std::size_t steps) {
-  Llir llir;
-  const Expr n = Expr::dim("n");
-  std::vector<ValueId> floats{llir.add_input("a", DType::F32, {n, 4}),
-                              llir.add_input("b", DType::F32, {16})};
-  const ValueId ids = llir.add_input("ids", DType::I32, {1});
-  auto pick = [&] { return floats[std::uniform_int_distribution<std::size_t>(
-                        0, floats.size() - 1)(rng)]; };
-  for (std::size_t i = 0; i < steps; ++i) {
-    const std::string label = "step " + std::to_string(i);
-    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
-      const ValueId dest = pick();
-      const std::vector<ValueId> ins{dest, ids};
-      const Expr size = llir.value(dest).size;
-      floats.push_back(llir.add_kernel(scatter_kernel(llir, ins, size), ins,
-                                       llir.value(dest).shape, label));
+// The same program with every step that has an alias marked in place (Step::in_place), as
+// the compiler marks the in-place forms extraction chose.
+Llir with_in_place(const Llir& llir) {
+  Llir out;
+  for (ValueId id = 0; id < llir.num_values(); ++id) {
+    const runtime::Value& v = llir.value(id);
+    if (!v.producer) {
+      out.add_input(v.name, v.dtype, v.shape, v.kind == runtime::ValueKind::State);
       continue;
     }
+    const runtime::Step& s = llir.step(*v.producer);
+    if (const graph::Body* body = s.body()) {
+      out.add_kernel(*body, s.inputs, v.shape, s.label, s.alias.has_value());
+    } else {
+      out.add_call(*s.call(), s.inputs, v.dtype, v.shape, s.label);
+    }
+  }
+  for (const runtime::Output& o : llir.outputs()) out.add_output(o.name, o.value);
+  return out;
+}
+
+// A random program: inputs, then steps reading random earlier values; scatters write in place
+// where that is safe (the destination is a temporary that no later step or output reads), as
+// the compiler's rules allow, for about half of them.
+Llir random_llir(std::mt19937& rng, std::size_t steps) {
+  struct Planned {
+    bool scatter = false;
+    std::vector<std::size_t> ins;  // indices into the value list (0, 1: inputs a, b)
+    int rows = 1;
+  };
+  std::vector<Planned> plan;
+  std::size_t values = 2;
+  auto pick = [&] { return std::uniform_int_distribution<std::size_t>(0, values - 1)(rng); };
+  for (std::size_t i = 0; i < steps; ++i, ++values) {
+    Planned p;
+    p.scatter = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+    const int count = p.scatter ? 1 : std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int k = 0; k < count; ++k) p.ins.push_back(pick());
+    p.rows = std::uniform_int_distribution<int>(1, 9)(rng);
+    plan.push_back(p);
+  }
+  std::vector<std::size_t> outputs{pick(), pick()};
+  // Liveness of the planned values: the last step reading each.
+  std::vector<std::size_t> last_read(values, 0);
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    for (std::size_t v : plan[i].ins) last_read[v] = std::max(last_read[v], i);
+  }
+
+  Llir llir;
+  const Expr n = Expr::dim("n");
+  std::vector<ValueId> ids_of{llir.add_input("a", DType::F32, {n, 4}),
+                              llir.add_input("b", DType::F32, {16})};
+  const ValueId ids = llir.add_input("ids", DType::I32, {1});
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const std::string label = "step " + std::to_string(i);
     std::vector<ValueId> ins;
-    const int count = std::uniform_int_distribution<int>(1, 3)(rng);
-    for (int k = 0; k < count; ++k) ins.push_back(pick());
-    const std::vector<Expr> shape{n * std::uniform_int_distribution<int>(1, 9)(rng), Expr(3)};
-    floats.push_back(llir.add_kernel(kernel(llir, ins, runtime::shape_size(shape)), ins, shape,
+    for (std::size_t v : plan[i].ins) ins.push_back(ids_of[v]);
+    if (plan[i].scatter) {
+      const std::size_t dest = plan[i].ins[0];
+      const bool safe = dest >= 2 && last_read[dest] == i &&
+                        std::find(outputs.begin(), outputs.end(), dest) == outputs.end();
+      ins.push_back(ids);
+      const Expr size = llir.value(ins[0]).size;
+      ids_of.push_back(llir.add_kernel(scatter_kernel(llir, ins, size), ins,
+                                       llir.value(ins[0]).shape, label,
+                                       safe && std::uniform_int_distribution<int>(0, 1)(rng)));
+      continue;
+    }
+    const std::vector<Expr> shape{n * plan[i].rows, Expr(3)};
+    ids_of.push_back(llir.add_kernel(kernel(llir, ins, runtime::shape_size(shape)), ins, shape,
                                      label));
   }
-  for (std::size_t k = 0; k < 2; ++k) llir.add_output("out" + std::to_string(k), pick());
+  for (std::size_t k = 0; k < 2; ++k) llir.add_output("out" + std::to_string(k), ids_of[outputs[k]]);
   return llir;
 }
 
@@ -164,6 +210,7 @@ TEST_CASE("buffer plan: random programs never share live bytes", "[runtime][buff
       CHECK(plan.arena_bytes <= plan.unshared_bytes + runtime::kBufferAlignment *
                                                           llir.num_values());
       for (StepId s = 0; s < llir.num_steps(); ++s) {
+        CHECK(plan.in_place[s] == llir.step(s).in_place);  // exactly what the program says
         in_place += plan.in_place[s];
         copies += plan.copy_alias[s];
       }
@@ -194,34 +241,50 @@ TEST_CASE("buffer plan: a chain reuses dead buffers", "[runtime][buffer_plan]") 
       kiln::testing::user_error_of([&] { runtime::plan_buffers(llir, {}); }), "n"));
 }
 
-TEST_CASE("buffer plan: in-place scatter when the destination dies, a copy when it is read later",
-          "[runtime][buffer_plan]") {
+TEST_CASE("buffer plan: in place where the program says so and it is safe, else a clear error", "[runtime][buffer_plan]") {
   graph::GraphBuilder gb;
   graph::GraphTensor table = gb.input("table", {6, 4}, DType::F32);
   graph::GraphTensor ids = gb.input("ids", {2}, DType::I32);
   graph::GraphTensor values = gb.input("values", {2, 4}, DType::F32);
   graph::GraphTensor dead = table * 2.0;    // read only by its scatter
-  graph::GraphTensor reread = table + 1.0;  // read by its scatter and afterwards
   graph::scatter(dead, ids, values).output("a");
-  graph::GraphTensor b = graph::scatter(reread, ids, values);
-  (b + reread).output("b");
-  graph::scatter(table, ids, values).output("c");  // a graph input: never overwritten
-  const Llir llir = runtime::lower_one_op(gb.graph());
-  const BufferPlan plan = runtime::plan_buffers(llir, {});
-  kiln::testing::check_buffer_plan(llir, plan);
-
-  std::vector<StepId> scatters;
-  for (StepId s = 0; s < llir.num_steps(); ++s) {
-    if (llir.step(s).alias) scatters.push_back(s);
+  const Llir copying = runtime::lower_one_op(gb.graph());
+  // Without a mark the scatter copies its destination, even where it could write in place.
+  const BufferPlan copy_plan = runtime::plan_buffers(copying, {});
+  kiln::testing::check_buffer_plan(copying, copy_plan);
+  StepId scatter = copying.num_steps();
+  for (StepId s = 0; s < copying.num_steps(); ++s) {
+    if (copying.step(s).alias) scatter = s;
   }
-  REQUIRE(scatters.size() == 3);
-  const runtime::Step& first = llir.step(scatters[0]);
-  CHECK(plan.in_place[scatters[0]]);
-  CHECK(plan.offset[first.output] == plan.offset[first.inputs[0]]);
-  const runtime::Step& second = llir.step(scatters[1]);
-  CHECK(plan.copy_alias[scatters[1]]);
-  CHECK(plan.offset[second.output] != plan.offset[second.inputs[0]]);
-  CHECK(plan.copy_alias[scatters[2]]);
+  REQUIRE(scatter < copying.num_steps());
+  CHECK(copy_plan.copy_alias[scatter]);
+  CHECK_FALSE(copy_plan.in_place[scatter]);
+  // Marked: the output shares the dead destination's bytes.
+  const Llir marked = with_in_place(copying);
+  const BufferPlan plan = runtime::plan_buffers(marked, {});
+  kiln::testing::check_buffer_plan(marked, plan);
+  const runtime::Step& step = marked.step(scatter);
+  CHECK(plan.in_place[scatter]);
+  CHECK(plan.offset[step.output] == plan.offset[step.inputs[0]]);
+
+  // Marked where it is not safe: the destination is read later, or is a caller's input.
+  graph::GraphBuilder gb2;
+  graph::GraphTensor table2 = gb2.input("table", {6, 4}, DType::F32);
+  graph::GraphTensor ids2 = gb2.input("ids", {2}, DType::I32);
+  graph::GraphTensor values2 = gb2.input("values", {2, 4}, DType::F32);
+  graph::GraphTensor reread = table2 + 1.0;
+  (graph::scatter(reread, ids2, values2) + reread).output("b");
+  const Llir later = with_in_place(runtime::lower_one_op(gb2.graph()));
+  CHECK(kiln::testing::contains(
+      kiln::testing::user_error_of([&] { runtime::plan_buffers(later, {}); }), "read later"));
+  graph::GraphBuilder gb3;
+  graph::scatter(gb3.input("table", {6, 4}, DType::F32), gb3.input("ids", {2}, DType::I32),
+                 gb3.input("values", {2, 4}, DType::F32))
+      .output("c");
+  const Llir input = with_in_place(runtime::lower_one_op(gb3.graph()));
+  CHECK(kiln::testing::contains(
+      kiln::testing::user_error_of([&] { runtime::plan_buffers(input, {}); }),
+      "a caller's input"));
 }
 
 TEST_CASE("buffer plan: a cache scattered into its own next value is updated in place",
@@ -237,9 +300,7 @@ TEST_CASE("buffer plan: a cache scattered into its own next value is updated in 
     updated.output("cache");                        // the next value of the state
     (updated * 2.0).output("y");                    // read after the update: fine in place
     if (read_later) (cache + 1.0).output("old");    // the old value read afterwards: no
-    const Llir llir = runtime::lower_one_op(g);
-    const BufferPlan plan = runtime::plan_buffers(llir, {});
-    kiln::testing::check_buffer_plan(llir, plan);
+    const Llir llir = with_in_place(runtime::lower_one_op(g));
     StepId scatter = llir.num_steps();
     for (StepId s = 0; s < llir.num_steps(); ++s) {
       if (llir.step(s).alias) scatter = s;
@@ -247,10 +308,11 @@ TEST_CASE("buffer plan: a cache scattered into its own next value is updated in 
     REQUIRE(scatter < llir.num_steps());
     INFO("read_later=" << read_later);
     if (read_later) {  // steps run in graph order: the old cache's reader comes after
-      REQUIRE(plan.last_step[llir.step(scatter).inputs[0]] > scatter);
-      CHECK_FALSE(plan.in_place_state[scatter]);
-      CHECK(plan.copy_alias[scatter]);
+      CHECK(kiln::testing::contains(
+          kiln::testing::user_error_of([&] { runtime::plan_buffers(llir, {}); }), "read later"));
     } else {
+      const BufferPlan plan = runtime::plan_buffers(llir, {});
+      kiln::testing::check_buffer_plan(llir, plan);
       CHECK(plan.in_place_state[scatter]);
       CHECK_FALSE(plan.offset[llir.step(scatter).output]);
     }

@@ -1,0 +1,168 @@
+// The candidates phase; see candidates.hpp.
+#include "compiler/candidates.hpp"
+
+#include <sstream>
+
+#include "support/diagnostic.hpp"
+
+namespace kiln::compiler {
+
+using engine::ENode;
+using engine::RowId;
+using engine::Value;
+
+namespace {
+
+runtime::LibraryCall gemm_call(graph::DType dtype, const EGraphView::Operand& a,
+                               const EGraphView::Operand& b, const graph::Expr& batch,
+                               const graph::Expr& m, const graph::Expr& n, const graph::Expr& k) {
+  runtime::LibraryCall call;
+  call.op = "gemm";
+  call.dtype = dtype;
+  call.params = {{"batch", batch},          {"m", m},
+                 {"n", n},                  {"k", k},
+                 {"trans_a", graph::Expr(a.trans)}, {"trans_b", graph::Expr(b.trans)},
+                 {"lda", a.ld},             {"ldb", b.ld},
+                 {"offset_a", a.offset},    {"offset_b", b.offset},
+                 {"stride_a", a.stride},    {"stride_b", b.stride},
+                 {"ldc", n},                {"stride_c", m * n}};
+  return call;
+}
+
+// The buffer a ConsumedBuffer e-class consumes, if it is one.
+std::optional<Value> consumed(const EGraphView& view, Value eclass) {
+  for (const ENode& node : view.nodes(eclass)) {
+    if (view.is(node, "ConsumedBuffer")) return view.find(view.row(node)[0]);
+  }
+  return std::nullopt;
+}
+
+std::int64_t elements(const std::vector<graph::Expr>& shape, const graph::DimValues& dims) {
+  std::int64_t n = 1;
+  for (const graph::Expr& d : shape) n *= graph::evaluate(d, dims);
+  return n;
+}
+
+}  // namespace
+
+std::vector<CandidateInfo> collect_candidates(const EGraphView& view) {
+  std::vector<CandidateInfo> out;
+  const GraphSorts& sorts = view.sorts();
+  view.for_rows("Kernel", [&](RowId r, const Value* row) {
+    CandidateInfo c;
+    c.node = ENode{*view.function("Kernel"), r};
+    graph::Body body = sorts.body_sort->get(row[0]);
+    c.inputs = view.list(row[1]);
+    c.output = view.find(row[2]);
+    c.how = "kernel";
+    if (auto alias = body.output_aliases(); alias && *alias < c.inputs.size()) {
+      if (auto buffer = consumed(view, c.inputs[*alias])) {
+        c.inputs[*alias] = *buffer;
+        c.in_place = true;
+        c.how = "kernel in place";
+      }
+    }
+    std::ostringstream what;
+    what << "c" << c.output << " as kernel " << sorts.body_sort->print(row[0]);
+    c.what = what.str();
+    if (c.inputs.size() != body.inputs().size()) {
+      c.rejected = true;
+      c.why = "its input list has " + std::to_string(c.inputs.size()) + " buffers, its Body reads " +
+              std::to_string(body.inputs().size());
+    }
+    c.op = std::move(body);
+    out.push_back(std::move(c));
+  });
+  view.for_rows("Gemm", [&](RowId r, const Value* row) {
+    CandidateInfo c;
+    c.node = ENode{*view.function("Gemm"), r};
+    c.output = view.find(row[7]);
+    c.how = "gemm";
+    c.what = "c" + std::to_string(c.output) + " as gemm";
+    auto a = view.operand(row[1]);
+    auto b = view.operand(row[2]);
+    const std::string& dtype_name = sorts.string_sort->get(row[0]);
+    std::optional<graph::DType> dtype = graph::parse_dtype(dtype_name);
+    if (!a || !b || !dtype) {
+      c.rejected = true;
+      c.why = !dtype ? "the unknown dtype \"" + dtype_name + "\"" : "an operand is not an Operand term";
+      c.op = runtime::LibraryCall{};
+      out.push_back(std::move(c));
+      return;
+    }
+    c.inputs = {a->buffer, b->buffer};
+    c.op = gemm_call(*dtype, *a, *b, sorts.expr_sort->get(row[3]), sorts.expr_sort->get(row[4]),
+                     sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
+    out.push_back(std::move(c));
+  });
+  return out;
+}
+
+Sized size_candidate(const CandidateInfo& info, ClassValues& values, const graph::DimValues& dims) {
+  Sized out;
+  try {
+    std::vector<std::int64_t> have;
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+      const ClassValue* v = values.get(info.inputs[i]);
+      if (!v) {
+        out.why = "input " + std::to_string(i) + " (e-class c" + std::to_string(info.inputs[i]) +
+                  ") has no reference value to check against";
+        return out;
+      }
+      have.push_back(elements(v->shape, dims));
+    }
+    const ClassValue* result = values.get(info.output);
+    if (!result) {
+      out.why = "its e-class has no reference value to check against";
+      return out;
+    }
+    const std::int64_t want = elements(result->shape, dims);
+    graph::Expr want_size(1);
+    for (const graph::Expr& d : result->shape) want_size = want_size * d;
+    Candidate c;
+    if (const graph::Body* body = std::get_if<graph::Body>(&info.op)) {
+      if (body->output_size() != want_size) {  // equal at every binding of the dims, not one
+        out.why = "it writes " + graph::to_string(body->output_size()) +
+                  " elements, its e-class holds " + graph::to_string(want_size);
+        return out;
+      }
+      c = body_candidate(*body, have, dims);
+    } else {
+      c = gemm_candidate(std::get<runtime::LibraryCall>(info.op), dims);
+      for (std::size_t i = 0; i < 2; ++i) {
+        if (have[i] < c.input_elements[i]) {
+          out.why = std::string("it reads ") + std::to_string(c.input_elements[i]) +
+                    " elements of operand " + (i == 0 ? "A" : "B") + ", whose buffer holds " +
+                    std::to_string(have[i]);
+          return out;
+        }
+        c.input_elements[i] = have[i];
+      }
+    }
+    if (c.output_elements != want) {
+      out.why = "it writes " + std::to_string(c.output_elements) + " elements, its e-class holds " +
+                std::to_string(want);
+      return out;
+    }
+    if (c.output_dtype != result->dtype) {
+      out.why = "it computes " + std::string(graph::dtype_name(c.output_dtype)) +
+                ", its e-class holds " + std::string(graph::dtype_name(result->dtype));
+      return out;
+    }
+    for (std::size_t i = 0; i < info.inputs.size(); ++i) {
+      const graph::DType got = values.get(info.inputs[i])->dtype;
+      if (c.input_dtypes[i] != got) {
+        out.why = "it reads input " + std::to_string(i) + " as " +
+                  std::string(graph::dtype_name(c.input_dtypes[i])) + ", the buffer holds " +
+                  std::string(graph::dtype_name(got));
+        return out;
+      }
+    }
+    out.candidate = std::move(c);
+  } catch (const support::UserError& e) {
+    out.why = e.what();  // an unbound dim, an unsupported library call, ...
+  }
+  return out;
+}
+
+}  // namespace kiln::compiler

@@ -1,0 +1,151 @@
+// Per-rule soundness checks; see check_rules.hpp.
+#include "compiler/check_rules.hpp"
+
+#include <sstream>
+
+#include "compiler/candidates.hpp"
+#include "compiler/chunk_graph.hpp"
+#include "compiler/class_values.hpp"
+#include "compiler/egraph_view.hpp"
+#include "compiler/measure.hpp"
+#include "compiler/partition.hpp"
+#include "graph/compare.hpp"
+#include "graph/interpret.hpp"
+#include "graph/random_inputs.hpp"
+#include "targets/registry.hpp"
+
+namespace kiln::compiler {
+
+namespace {
+
+using engine::ENode;
+using engine::Value;
+
+// Both sides of one union: "" when they agree, else the difference.
+std::string compare(const ClassValue& got, const ClassValue& want) {
+  if (got.shape != want.shape) {
+    std::string g, w;
+    for (const graph::Expr& d : got.shape) g += (g.empty() ? "" : ", ") + graph::to_string(d);
+    for (const graph::Expr& d : want.shape) w += (w.empty() ? "" : ", ") + graph::to_string(d);
+    return "shape [" + g + "] vs [" + w + "]";
+  }
+  if (got.dtype != want.dtype) {
+    return "dtype " + std::string(graph::dtype_name(got.dtype)) + " vs " +
+           std::string(graph::dtype_name(want.dtype));
+  }
+  return graph::mismatch(got.data, want.data, want.dtype);
+}
+
+void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Measurer& measurer,
+                 std::map<std::string, RuleCheck>& results) {
+  const graph::Graph& g = chunk.graph;
+  std::ostringstream printed;
+  dsl::Session session(printed);
+  const GraphSorts sorts = encode_group(session, chunk, options.search, /*saturate=*/true);
+  const EGraphView view(session.egraph(), sorts);
+  const graph::DimValues dims = check_dims_of(options.search.dims, options.search.check_dim_cap);
+  const auto inputs = graph::random_inputs(g, dims, options.search.seed);
+  const auto reference = graph::interpret_all(g, dims, inputs);
+  ClassValues values(view, dims);
+  for (graph::NodeId id = 0; id < g.size(); ++id) {
+    const Value c = view.find(session.global("$t" + std::to_string(id))->value);
+    const graph::Node& n = g.node(id);
+    values.set(c, ClassValue{n.dtype, n.shape, reference[id], "%" + std::to_string(id)});
+  }
+
+  std::map<std::string, std::size_t> taken;  // samples per rule in this group
+  auto record = [&](const std::string& rule, const std::string& left, const ClassValue* right,
+                    const std::string& why) {
+    RuleCheck& r = results[rule];
+    ++r.sampled;
+    if (why.empty()) return;
+    ++r.failures;
+    if (r.example.empty()) {
+      r.example = left + " = " + (right ? right->term : std::string("?")) + ": " + why;
+    }
+  };
+
+  // HLIR op e-nodes: the interpreter on both sides.
+  const auto kernel = view.function("Kernel");
+  const auto gemm = view.function("Gemm");
+  std::vector<ENode> executable;
+  for (engine::FunctionId f = 0; f < session.egraph().num_functions(); ++f) {
+    if (session.egraph().function(f).output != view.hlir_sort()) continue;
+    const engine::Table& t = session.egraph().table(f);
+    for (engine::RowId r = 0; r < t.end(); ++r) {
+      if (!t.alive(r)) continue;
+      const ENode node{f, r};
+      const std::string rule = view.origin(node);
+      if (rule.empty() || taken[rule] >= options.samples_per_rule) continue;
+      if ((kernel && f == *kernel) || (gemm && f == *gemm)) {
+        executable.push_back(node);
+        continue;
+      }
+      ++taken[rule];
+      ClassValues::Evaluated left = values.evaluate(node);
+      const std::optional<ClassValue> right = values.other_than(view.eclass(node), node);
+      if (!right || (!left.value && left.why.rfind("input", 0) == 0) ||
+          (!left.value && left.why.rfind("no interpreter", 0) == 0)) {
+        ++results[rule].skipped;
+        continue;
+      }
+      record(rule, values.describe(node), &*right,
+             left.value ? compare(*left.value, *right) : "it cannot be evaluated: " + left.why);
+    }
+  }
+
+  // Kernel and Gemm e-nodes: their Body or call on the reference target.
+  std::vector<CandidateInfo> all = collect_candidates(view);
+  std::vector<Candidate> batch;
+  std::vector<const CandidateInfo*> infos;
+  for (const CandidateInfo& c : all) {
+    const std::string rule = view.origin(c.node);
+    if (rule.empty() || taken[rule] >= options.samples_per_rule) continue;
+    ++taken[rule];
+    if (c.rejected) {
+      record(rule, values.describe(c.node), values.get(c.output), c.why);
+      continue;
+    }
+    Sized s = size_candidate(c, values, dims);
+    if (!s.candidate) {
+      if (s.why.find("no reference value") != std::string::npos) ++results[rule].skipped;
+      else record(rule, values.describe(c.node), values.get(c.output), s.why);
+      continue;
+    }
+    batch.push_back(*s.candidate);
+    infos.push_back(&c);
+  }
+  const std::vector<std::string> errors = measurer.prepare(batch, dims);
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const CandidateInfo& c = *infos[i];
+    const std::string rule = view.origin(c.node);
+    const ClassValue* want = values.get(c.output);
+    std::string why = errors[i];
+    if (why.empty()) {
+      std::vector<std::vector<double>> in;
+      for (Value v : c.inputs) in.push_back(values.get(v)->data);
+      try {
+        why = graph::mismatch(measurer.run(batch[i], in, dims), want->data, want->dtype);
+      } catch (const std::exception& e) {
+        why = std::string("it failed to run: ") + e.what();
+      }
+    }
+    record(rule, values.describe(c.node) + " " + c.how, want, why);
+  }
+}
+
+}  // namespace
+
+void check_rules(const graph::Graph& g, const CheckRulesOptions& options,
+                 std::map<std::string, RuleCheck>& results) {
+  graph::validate(g);
+  std::unique_ptr<runtime::Target> target = targets::make_target("reference");
+  Measurer measurer(*target);
+  const Partition partition = compiler::partition(g);
+  for (const ChunkGroup& group : partition.groups) {
+    const ChunkGraph chunk = make_chunk_graph(g, partition.chunks[group.members[0]]);
+    check_group(chunk, options, measurer, results);
+  }
+}
+
+}  // namespace kiln::compiler
