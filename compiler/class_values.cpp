@@ -1,6 +1,8 @@
 // Reference values of e-classes; see class_values.hpp.
 #include "compiler/class_values.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -34,6 +36,32 @@ std::size_t input_pairs(Op op) {
 }
 
 }  // namespace
+
+double reference_memory_limit() {
+  const double physical =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return std::min(4.0 * (1 << 30), physical / 4);
+}
+
+void check_reference_fits(const graph::Graph& g, const graph::DimValues& dims,
+                          const std::string& what) {
+  // The inputs are held twice: as random tensors, and as the interpreter's node values.
+  double input_bytes = 0;
+  for (graph::NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).op != graph::Op::Input) continue;
+    double n = sizeof(double);
+    for (const graph::Expr& d : g.node(id).shape) n *= static_cast<double>(graph::evaluate(d, dims));
+    input_bytes += n;
+  }
+  const double bytes = graph::interpret_bytes(g, dims) + input_bytes;
+  if (bytes > reference_memory_limit()) {
+    std::ostringstream out;
+    out << what << ": checking against the reference interpreter needs " << bytes / (1 << 30)
+        << " GiB at the check dims (it holds every tensor as doubles; the limit is "
+        << reference_memory_limit() / (1 << 30) << " GiB)";
+    throw support::UserError(out.str());
+  }
+}
 
 graph::DimValues check_dims_of(const graph::DimValues& dims, std::int64_t cap) {
   graph::DimValues out;
@@ -195,6 +223,10 @@ std::string ClassValues::describe(const ENode& node) const {
   out << '(' << view_.name(node);
   const engine::FunctionDecl& decl = view_.egraph().function(node.function);
   const Value* row = view_.row(node);
+  if (view_.is(node, "Kernel")) {  // (Kernel (body "kiln_...") c3 c7): the body and its inputs
+    out << ' ' << view_.sorts().body_sort->print(row[0]);
+    for (Value in : view_.list(row[1])) out << " c" << view_.find(in);
+  }
   for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
     if (decl.inputs[i] == view_.hlir_sort()) out << " c" << view_.find(row[i]);
   }

@@ -64,6 +64,14 @@ class ClassValues {
   bool hit_cycle_ = false;
 };
 
+// The most memory the reference values of one group may take: a quarter of this machine's
+// memory, at most 4 GiB (a compile holds more than these values).
+double reference_memory_limit();
+// A UserError when interpreting `g` at `dims` would pass reference_memory_limit(), naming what
+// (`what`: "compile", "check-rules") and the bytes needed.
+void check_reference_fits(const graph::Graph& g, const graph::DimValues& dims,
+                          const std::string& what);
+
 // The check dims: every dim of `dims` capped at `cap` (kernels are generic in their dims, so a
 // small binding checks the same code without materializing large products).
 graph::DimValues check_dims_of(const graph::DimValues& dims, std::int64_t cap = 13);

@@ -33,6 +33,21 @@ void build_smollm2_135m(GraphBuilder& b) { graph::nn::llama_decoder(b, graph::nn
 
 void build_gemma3_4b(GraphBuilder& b) { graph::nn::gemma3_decoder(b, graph::nn::gemma3_4b()); }
 
+void build_gemma3_tiny(GraphBuilder& b) {
+  graph::nn::DecoderConfig c = graph::nn::gemma3_4b();
+  c.name = "gemma3-tiny";
+  c.layers = 6;  // five local layers, then a global one, as in the full model
+  c.hidden = 64;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 16;
+  c.intermediate = 128;
+  c.vocab = 256;
+  c.max_context = 64;
+  c.sliding_window = 8;
+  graph::nn::gemma3_decoder(b, c);
+}
+
 const std::vector<Example>& examples() {
   static const std::vector<Example> table = {
       {"mlp", "3-layer perceptron, batch x 784 -> 10", build_mlp},
@@ -41,6 +56,8 @@ const std::vector<Example>& examples() {
        build_smollm2_135m},
       {"gemma3-4b", "Gemma-3-4B text decoder (34 layers, 5:1 local/global, KV cache)",
        build_gemma3_4b},
+      {"gemma3-tiny", "Gemma-3 structure at toy size (6 layers, hidden 64): checks in seconds",
+       build_gemma3_tiny},
   };
   return table;
 }

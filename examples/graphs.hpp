@@ -10,7 +10,7 @@
 namespace kiln::examples {
 
 struct Example {
-  std::string_view name;         // "mlp", "attention", "smollm2-135m", "gemma3-4b"
+  std::string_view name;         // "mlp", "attention", "smollm2-135m", "gemma3-4b", ...
   std::string_view description;  // one line
   void (*build)(graph::GraphBuilder& b);  // adds the model's nodes and outputs to `b`
 };
@@ -29,5 +29,8 @@ void build_attention(graph::GraphBuilder& b);
 void build_smollm2_135m(graph::GraphBuilder& b);
 // The Gemma-3-4B text decoder (graph/nn.hpp): tokens [seq] -> logits [seq, 262144].
 void build_gemma3_4b(graph::GraphBuilder& b);
+// The Gemma-3 decoder's structure (local and global layers, q/k norms, KV cache) at toy size:
+// what rule checks run on where the full model's weights would not fit the interpreter.
+void build_gemma3_tiny(graph::GraphBuilder& b);
 
 }  // namespace kiln::examples

@@ -171,3 +171,137 @@ TEST_CASE("compile: an unsound rule is caught by the numerical check and named",
   CHECK(max_error(b.graph(), p, *target, {}) < 1e-5);  // the sound kernel was kept
   fs::remove_all(dir);
 }
+
+namespace {
+
+// Compiles `g` on the cpu target with the built-in rules and `rules` (rule-file text) added.
+struct Compiled {
+  compiler::CompiledProgram program;
+  double error = 0.0;  // largest difference from the interpreter, on fresh random inputs
+  const compiler::GroupReport& report(std::size_t group = 0) const {
+    return program.groups.at(group).program.report;
+  }
+};
+Compiled compile_with(const graph::Graph& g, const std::string& rules,
+                      const graph::DimValues& dims = {}) {
+  const fs::path dir = fresh_dir("rules");
+  fs::create_directories(dir);
+  std::ofstream(dir / "extra.egg") << rules;
+  auto target = targets::make_target("cpu");
+  compiler::Measurer measurer(*target, dir / "cache");
+  compiler::CompileOptions o = options(dims);
+  o.extra_rules = {dir / "extra.egg"};
+  Compiled out{compiler::compile(g, *target, measurer, o), 0.0};
+  out.error = max_error(g, out.program, *target, dims);
+  fs::remove_all(dir);
+  return out;
+}
+
+// The rejection whose rules include `rule`, or nullptr.
+const compiler::Rejection* rejection_by(const compiler::GroupReport& r, const std::string& rule) {
+  for (const compiler::Rejection& x : r.rejected) {
+    if (std::find(x.rules.begin(), x.rules.end(), rule) != x.rules.end()) return &x;
+  }
+  return nullptr;
+}
+
+std::size_t in_place_steps(const runtime::Llir& llir) {
+  std::size_t n = 0;
+  for (runtime::StepId s = 0; s < llir.num_steps(); ++s) n += llir.step(s).in_place;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("compile: candidates in e-classes that a rule created are checked too", "[compile]") {
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(4), Expr(8)});
+  exp(x).output("z");
+  // exp(x) = exp2(x * log2 e) = exp2(1/(1/(x * log2 e))): two new e-classes with no original
+  // node, and a wrong Kernel for one of them.
+  const Compiled c = compile_with(b.graph(), R"(
+    (rule ((= e (Exp2 x v)) (= x (Mul p vp q vq)) (= c (view-contiguous (view-shape v))))
+          ((union e (Exp2 (Recip (Recip x v) c) c)))
+          :ruleset algebra :name "exp2-through-double-recip")
+    (rule ((= r (Recip x v)) (= d (dtype-of r)) (= dx (dtype-of x))
+           (= body (one-op-body "Sqrt" d 0 v dx)))
+          ((union r (Kernel body (LCons x (LNil)))))
+          :ruleset kernel_rewrite :name "wrong-recip-as-sqrt")
+  )");
+  const compiler::Rejection* r = rejection_by(c.report(), "wrong-recip-as-sqrt");
+  REQUIRE(r != nullptr);
+  CHECK(kiln::testing::contains(r->why, "the interpreter says"));
+  CHECK(c.error < 1e-5);
+}
+
+TEST_CASE("compile: a kernel of the wrong size and a Gemm with an unbound dim are rejected with "
+          "their rule", "[compile]") {
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(4), Expr(8)});
+  GraphTensor w = b.input("w", {Expr(8), Expr(8)});
+  (matmul(x, w) + x).output("z");
+  const Compiled c = compile_with(b.graph(), R"(
+    (rule ((= e (Add a va b vb)) (= d (dtype-of e)) (= da (dtype-of a)) (= db (dtype-of b))
+           (= big (view-contiguous "[64, 8]"))
+           (= body (one-op-body "Add" d big da big db)))
+          ((union e (Kernel body (LCons a (LCons b (LNil))))))
+          :ruleset kernel_rewrite :name "wrong-add-extent")
+    (rule ((= e (SumReduce x v axis)) (= d (dtype-of e)))
+          ((union e (Gemm d (Operand x 0 (dim "nope") (expr 0) (expr 0))
+                            (Operand x 0 (dim "nope") (expr 0) (expr 0))
+                            (expr 1) (dim "nope") (dim "nope") (dim "nope"))))
+          :ruleset library :name "wrong-gemm-unbound-dim")
+  )");
+  const compiler::Rejection* extent = rejection_by(c.report(), "wrong-add-extent");
+  REQUIRE(extent != nullptr);
+  CHECK(kiln::testing::contains(extent->why, "writes 512 elements, its e-class holds 32"));
+  const compiler::Rejection* unbound = rejection_by(c.report(), "wrong-gemm-unbound-dim");
+  REQUIRE(unbound != nullptr);
+  CHECK(kiln::testing::contains(unbound->why, "nope"));
+  CHECK(c.error < 1e-4);
+}
+
+TEST_CASE("compile: the KV cache is updated in place, by the rules' and extraction's choice",
+          "[compile]") {
+  for (bool old_read_later : {false, true}) {
+    GraphBuilder b;
+    GraphTensor cache = b.input("cache", {Expr(8), Expr(4)});
+    b.graph().node(cache.node()).persistent = true;
+    GraphTensor ids = b.input("ids", {Expr(2)}, DType::I32);
+    GraphTensor values = b.input("values", {Expr(2), Expr(4)});
+    GraphTensor updated = graph::scatter(cache, ids, values);
+    updated.output("cache");
+    (updated * 2.0).output("y");
+    if (old_read_later) (cache + 1.0).output("old");  // consumed_buffer_cleanup must refuse
+    const Compiled c = compile_with(b.graph(), "");
+    INFO("old_read_later=" << old_read_later << "\n" << runtime::to_text(c.program.llir));
+    CHECK(in_place_steps(c.program.llir) == (old_read_later ? 0 : 1));
+    CHECK(c.error < 1e-6);
+  }
+}
+
+TEST_CASE("compile: an in-place form the runtime refuses is dropped and extraction redone",
+          "[compile]") {
+  // A user rule offers writing into state whose next value is something else (the cleanup
+  // only looks for readers): the chosen program fails to plan, the form is banned, and the
+  // program is extracted again with the copy.
+  GraphBuilder b;
+  GraphTensor cache = b.input("cache", {Expr(8), Expr(4)});
+  b.graph().node(cache.node()).persistent = true;
+  GraphTensor ids = b.input("ids", {Expr(2)}, DType::I32);
+  GraphTensor values = b.input("values", {Expr(2), Expr(4)});
+  graph::scatter(cache, ids, values).output("y");
+  const Compiled c = compile_with(b.graph(), R"(
+    (rule ((= e (Scatter d vd i vi x vx)) (Persistent d) (= t (dtype-of e)) (= td (dtype-of d))
+           (= ti (dtype-of i)) (= tx (dtype-of x))
+           (= body (one-op-body "Scatter" t vd td vi ti vx tx)))
+          ((union e (Kernel body (LCons (ConsumedBuffer d) (LCons i (LCons x (LNil)))))))
+          :ruleset kernel_rewrite :name "unsafe-scatter-into-state")
+  )");
+  CHECK(c.report().extractions >= 2);
+  const compiler::Rejection* r = rejection_by(c.report(), "unsafe-scatter-into-state");
+  REQUIRE(r != nullptr);
+  CHECK(kiln::testing::contains(r->why, "in place"));
+  CHECK(in_place_steps(c.program.llir) == 0);
+  CHECK(c.error < 1e-6);
+}
