@@ -104,13 +104,14 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 
 // Wraps a primitive body so that a support::UserError from the graph library (bad text, zero
 // divisor, overflow, bad view argument) becomes a primitive failure, never an escape from a
-// query.
+// query, with the error's message as the failure's reason.
 template <class F>
 engine::PrimitiveFn guarded(F body) {
   return [body](const engine::Value* args, std::size_t count, engine::Value& result) {
     try {
       return static_cast<bool>(body(args, count, result));
-    } catch (const support::UserError&) {
+    } catch (const support::UserError& e) {
+      engine::primitive_failure_reason() = e.message();  // for a rule author, when in an action
       return false;
     }
   };

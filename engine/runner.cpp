@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/query_plan.hpp"
+#include "support/diagnostic.hpp"
 
 namespace kiln::engine {
 namespace {
@@ -233,11 +234,17 @@ bool Runner::iterate(const std::string& ruleset) {
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
     Prefetcher prefetch(rule, stored, f.matches->data());
     OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
-    for (std::uint64_t m = 0; m < f.count; ++m) {
-      prefetch.ahead(egraph_, m, f.count);
-      const Value* match = f.matches->data() + m * width;
-      for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
-      run_actions(egraph_, rule.actions, registers.data());
+    try {
+      for (std::uint64_t m = 0; m < f.count; ++m) {
+        prefetch.ahead(egraph_, m, f.count);
+        const Value* match = f.matches->data() + m * width;
+        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
+        run_actions(egraph_, rule.actions, registers.data());
+      }
+    } catch (const support::UserError& e) {
+      // The location points into the rule's actions; the name says which rule, for a rule
+      // file loaded among many (the compiler's).
+      support::rethrow_with_note(e, "in rule '" + rule.name + "'");
     }
     report_.rules[rule.name].apply_seconds += seconds_since(t0);
   }
