@@ -7,6 +7,7 @@
 #include <limits>
 #include <string_view>
 
+#include "graph/memory_estimate.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph {
@@ -141,6 +142,7 @@ double round_to_dtype(double v, DType t) {
 std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
                                                const std::map<std::string, Tensor>& inputs) {
   validate(g);
+  check_graph_memory(g, dims);
   std::vector<std::vector<double>> values(g.size());
 
   for (NodeId id : g.topological_order()) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "graph/memory_estimate.hpp"
+
 namespace kiln::graph {
 
 namespace {
@@ -32,7 +34,8 @@ std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dim
     if (n.op != Op::Input) continue;
     Tensor t{n.dtype, {}, {}};
     for (const Expr& d : n.shape) t.shape.push_back(evaluate(d, dims));
-    t.data.resize(static_cast<std::size_t>(numel(t.shape)));
+    const std::int64_t count = checked_numel(n.shape, dims, "input '" + n.name + "'");
+    t.data.resize(static_cast<std::size_t>(count));
     if (is_float(n.dtype)) {
       const auto last = static_cast<double>(
           t.shape.empty() ? 1 : std::max<std::int64_t>(1, t.shape.back()));

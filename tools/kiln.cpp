@@ -5,13 +5,14 @@
 //   kiln compile NAME   search the fastest checked program, then run it with a report
 //   kiln explain NAME   the search's choices and rejections
 //   kiln dump-egraph    one group's e-graph (DOT or JSON)
+// A user's mistake exits with status 1, an internal error with 70 (tools/exit_status.hpp).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <vector>
 
-#include "support/diagnostic.hpp"
 #include "tools/commands.hpp"
+#include "tools/exit_status.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln: a superoptimizer for machine-learning programs"};
@@ -25,14 +26,8 @@ int main(int argc, char** argv) {
       kiln::tools::add_dump_egraph_command(app),
   };
   CLI11_PARSE(app, argc, argv);
-  try {
-    for (const kiln::tools::Command& c : commands) {
-      if (c.app->parsed()) return c.run();
-    }
-  } catch (const kiln::support::UserError& e) {
-    std::cout.flush();
-    std::cerr << e.what() << "\n";
-    return 1;
+  for (const kiln::tools::Command& c : commands) {
+    if (c.app->parsed()) return kiln::tools::run_reporting_errors(c.run, std::cout, std::cerr);
   }
   return 0;
 }
