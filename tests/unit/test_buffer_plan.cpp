@@ -193,6 +193,11 @@ TEST_CASE("buffer plan: a chain reuses dead buffers", "[runtime][buffer_plan]") 
                                "arena=" + std::to_string(plan.arena_bytes) + " "));
   CHECK(kiln::testing::contains(
       kiln::testing::user_error_of([&] { runtime::plan_buffers(llir, {}); }), "n"));
+  // Dims too large for this machine are refused before any allocation, naming the dim.
+  const std::string too_large = kiln::testing::user_error_of(
+      [&] { runtime::plan_buffers(llir, {{"n", std::int64_t{1} << 40}}); });
+  CHECK(kiln::testing::contains(too_large, "with dim n=1099511627776 needs"));
+  CHECK(kiln::testing::contains(too_large, "of memory here"));
 }
 
 TEST_CASE("buffer plan: in-place scatter when the destination dies, a copy when it is read later",
