@@ -15,6 +15,11 @@ int run_reporting_errors(const std::function<int()>& command, std::ostream& out,
     out.flush();
     err << e.what() << "\n";
     return kUserErrorStatus;
+  } catch (const support::InternalError& e) {
+    // what() already reads "internal error at FILE:LINE: ...".
+    out.flush();
+    err << "kiln: " << e.what() << "\n";
+    return kInternalErrorStatus;
   } catch (const std::exception& e) {
     // kiln's own failure (a broken invariant, memory exhausted, a library's error).
     out.flush();

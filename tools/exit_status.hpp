@@ -12,7 +12,9 @@ inline constexpr int kUserErrorStatus = 1;
 inline constexpr int kInternalErrorStatus = 70;
 
 // Runs `command` and returns its exit status; an exception is written to `err` (after flushing
-// `out`, so that the message follows what the command printed) and gives the status above.
+// `out`, so that the message follows what the command printed) and gives the status above:
+// "error: ..." (located) for a UserError, "kiln: internal error at FILE:LINE: ..." for a broken
+// invariant, "kiln: internal error: <what()>" for any other exception.
 int run_reporting_errors(const std::function<int()>& command, std::ostream& out,
                          std::ostream& err);
 

@@ -45,7 +45,7 @@ TEST_CASE("exit status: a command's status passes through, errors become 1 or 70
     return 0;
   });
   CHECK(invariant.status == 70);
-  CHECK(invariant.err.rfind("kiln: internal error: ", 0) == 0);
+  CHECK(invariant.err.rfind("kiln: internal error at ", 0) == 0);  // with kiln's file and line
   CHECK(invariant.err.find("a broken invariant") != std::string::npos);
 
   const Result unknown = run([]() -> int { throw 42; });
