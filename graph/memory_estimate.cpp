@@ -100,11 +100,18 @@ void check_bytes_fit(std::int64_t bytes, const std::string& what, const DimValue
                            bytes_text(limit) + " of memory here; choose smaller dims");
 }
 
-void check_graph_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
+namespace {
+
+// Throws when the nodes of `g` that `counted` accepts need more than `limit` bytes together;
+// `whose` names them in the message.
+template <class Counted>
+void check_nodes_memory(const Graph& g, const DimValues& dims, std::int64_t limit,
+                        const std::string& whose, Counted counted) {
   std::int64_t total = 0;
   NodeId largest = 0;
   std::int64_t largest_bytes = -1;
   for (NodeId id = 0; id < g.size(); ++id) {
+    if (!counted(g.node(id))) continue;
     const std::int64_t bytes =
         saturating_mul(saturating_numel(g.node(id).shape, dims), kBytesPerHeldElement);
     total = saturating_add(total, bytes);
@@ -115,11 +122,25 @@ void check_graph_memory(const Graph& g, const DimValues& dims, std::int64_t limi
   }
   if (total <= limit) return;
   const Node& n = g.node(largest);
-  throw support::UserError(
-      "the reference interpreter's values need " + bytes_text(total) + ", more than the " +
-      bytes_text(limit) + " of memory here; the largest is " + node_what(n, largest) + " " +
-      shape_with_dims(n.shape, dims) + " with " + bytes_text(largest_bytes) +
-      "; choose smaller dims");
+  const std::string shape = shape_with_dims(n.shape, dims);
+  const bool symbolic = shape.find(" with dim ") != std::string::npos;
+  throw support::UserError(whose + " need " + bytes_text(total) + ", more than the " +
+                           bytes_text(limit) + " of memory here; the largest is " +
+                           node_what(n, largest) + " " + shape + " with " +
+                           bytes_text(largest_bytes) +
+                           (symbolic ? "; choose smaller dims" : "; the model is too large"));
+}
+
+}  // namespace
+
+void check_graph_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
+  check_nodes_memory(g, dims, limit, "the reference interpreter's values",
+                     [](const Node&) { return true; });
+}
+
+void check_inputs_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
+  check_nodes_memory(g, dims, limit, "the model's inputs (as doubles)",
+                     [](const Node& n) { return n.op == Op::Input; });
 }
 
 }  // namespace kiln::graph

@@ -35,4 +35,9 @@ void check_bytes_fit(std::int64_t bytes, const std::string& what, const DimValue
 void check_graph_memory(const Graph& g, const DimValues& dims,
                         std::int64_t limit = physical_memory_bytes());
 
+// The same for the Input nodes of `g` only (what random_inputs allocates): a model's weights can
+// each fit and still not fit together.
+void check_inputs_memory(const Graph& g, const DimValues& dims,
+                         std::int64_t limit = physical_memory_bytes());
+
 }  // namespace kiln::graph

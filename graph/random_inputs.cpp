@@ -27,6 +27,7 @@ std::int64_t index_bound(const Graph& g, NodeId id, const DimValues& dims) {
 }  // namespace
 
 std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dims, unsigned seed) {
+  check_inputs_memory(g, dims);  // each may fit and all together not (a model's weights)
   std::mt19937 rng(seed);
   std::map<std::string, Tensor> out;
   for (NodeId id = 0; id < g.size(); ++id) {

@@ -66,12 +66,28 @@ TEST_CASE("memory: random inputs and the interpreter refuse dims too large befor
   GraphBuilder b;
   build_exp_plus_one(b);
   const DimValues huge{{"batch", 100000000000}};
-  CHECK(contains(user_error_of([&] { random_inputs(b.graph(), huge, 1); }),
-                 "input 'x' [batch, 512] with dim batch=100000000000 needs"));
+  const std::string inputs = user_error_of([&] { random_inputs(b.graph(), huge, 1); });
+  CHECK(contains(inputs, "the model's inputs (as doubles) need 409600000000000 bytes"));
+  CHECK(contains(inputs, "input 'x' [batch, 512] with dim batch=100000000000"));
   CHECK(contains(user_error_of([&] { interpret_all(b.graph(), huge, {}); }),
                  "with dim batch=100000000000"));
   // At sane dims both run.
   const DimValues small{{"batch", 2}};
   CHECK(interpret(b.graph(), small, random_inputs(b.graph(), small, 1)).at("y").data.size() ==
         2 * 512);
+}
+
+TEST_CASE("memory: inputs that each fit but not together are refused, the largest named",
+          "[graph]") {
+  GraphBuilder b;
+  GraphTensor w1 = b.input("w1", {Expr(64), Expr(64)});
+  GraphTensor w2 = b.input("w2", {Expr(64), Expr(32)});
+  (w1 + 1.0).output("y1");
+  (w2 + 1.0).output("y2");
+  const std::int64_t both = (64 * 64 + 64 * 32) * kBytesPerHeldElement;
+  CHECK_NOTHROW(check_inputs_memory(b.graph(), {}, both));
+  const std::string error = user_error_of([&] { check_inputs_memory(b.graph(), {}, both - 1); });
+  CHECK(contains(error, "the model's inputs (as doubles) need " + std::to_string(both) + " bytes"));
+  CHECK(contains(error, "the largest is input 'w1' [64, 64] with 32768 bytes"));
+  CHECK(contains(error, "the model is too large"));
 }
