@@ -188,7 +188,7 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
                                 Shape shape = sh->get(a[0]);
                                 const std::int64_t d = I64Sort::get(a[1]);
                                 if (d < 0 || static_cast<std::size_t>(d) >= shape.size()) {
-                                  return false;
+                                  return fail_because("dim out of range for the shape");
                                 }
                                 shape.erase(shape.begin() + d);
                                 r = sh->make(shape);
@@ -199,7 +199,7 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
                                 Shape shape = sh->get(a[0]);
                                 const std::int64_t d = I64Sort::get(a[1]);
                                 if (d < 0 || static_cast<std::size_t>(d) + 1 >= shape.size()) {
-                                  return false;
+                                  return fail_because("no dims d and d+1 in the shape");
                                 }
                                 shape[static_cast<std::size_t>(d)] =
                                     shape[static_cast<std::size_t>(d)] *
