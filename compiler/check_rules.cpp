@@ -40,7 +40,7 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
                  std::map<std::string, RuleCheck>& results) {
   const graph::Graph& g = chunk.graph;
   const graph::DimValues dims = check_dims_of(options.search.dims, options.search.check_dim_cap);
-  check_reference_fits(g, dims, "check-rules");
+  check_reference_fits(g, dims);
   std::ostringstream printed;
   dsl::Session session(printed);
   const GraphSorts sorts = encode_group(session, chunk, options.search, /*saturate=*/true);

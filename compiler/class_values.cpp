@@ -1,13 +1,12 @@
 // Reference values of e-classes; see class_values.hpp.
 #include "compiler/class_values.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <sstream>
 
 #include "engine/builtins.hpp"
 #include "graph/hlir.hpp"
+#include "graph/memory_estimate.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::compiler {
@@ -37,30 +36,14 @@ std::size_t input_pairs(Op op) {
 
 }  // namespace
 
-double reference_memory_limit() {
-  const double physical =
-      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  return std::min(4.0 * (1 << 30), physical / 4);
+std::int64_t reference_memory_limit() {
+  return std::min<std::int64_t>(std::int64_t{4} << 30, graph::physical_memory_bytes() / 4);
 }
 
-void check_reference_fits(const graph::Graph& g, const graph::DimValues& dims,
-                          const std::string& what) {
+void check_reference_fits(const graph::Graph& g, const graph::DimValues& dims) {
   // The inputs are held twice: as random tensors, and as the interpreter's node values.
-  double input_bytes = 0;
-  for (graph::NodeId id = 0; id < g.size(); ++id) {
-    if (g.node(id).op != graph::Op::Input) continue;
-    double n = sizeof(double);
-    for (const graph::Expr& d : g.node(id).shape) n *= static_cast<double>(graph::evaluate(d, dims));
-    input_bytes += n;
-  }
-  const double bytes = graph::interpret_bytes(g, dims) + input_bytes;
-  if (bytes > reference_memory_limit()) {
-    std::ostringstream out;
-    out << what << ": checking against the reference interpreter needs " << bytes / (1 << 30)
-        << " GiB at the check dims (it holds every tensor as doubles; the limit is "
-        << reference_memory_limit() / (1 << 30) << " GiB)";
-    throw support::UserError(out.str());
-  }
+  graph::check_inputs_memory(g, dims, reference_memory_limit() / 2);
+  graph::check_graph_memory(g, dims, reference_memory_limit());
 }
 
 graph::DimValues check_dims_of(const graph::DimValues& dims, std::int64_t cap) {

@@ -66,11 +66,10 @@ class ClassValues {
 
 // The most memory the reference values of one group may take: a quarter of this machine's
 // memory, at most 4 GiB (a compile holds more than these values).
-double reference_memory_limit();
-// A UserError when interpreting `g` at `dims` would pass reference_memory_limit(), naming what
-// (`what`: "compile", "check-rules") and the bytes needed.
-void check_reference_fits(const graph::Graph& g, const graph::DimValues& dims,
-                          const std::string& what);
+std::int64_t reference_memory_limit();
+// A UserError, naming the largest tensor and the dims, when interpreting `g` at `dims` would pass
+// reference_memory_limit().
+void check_reference_fits(const graph::Graph& g, const graph::DimValues& dims);
 
 // The check dims: every dim of `dims` capped at `cap` (kernels are generic in their dims, so a
 // small binding checks the same code without materializing large products).

@@ -72,7 +72,7 @@ void add_expr_primitives(engine::EGraph& egraph, const GraphSorts& s) {
   });
   add("expr-value", {s.expr}, s.i64, [ex](const Value* a, std::size_t, Value& r) {
     std::optional<std::int64_t> c = ex->get(a[0]).as_constant();
-    if (!c) return false;
+    if (!c) return fail_because("not a constant");
     r = I64Sort::make(*c);
     return true;
   });

@@ -42,19 +42,21 @@ struct Slot {
   DType dtype;
 };
 
-// The output shape of `op` reading `slots` (graph/hlir.hpp's shape contract); nullopt when the
-// slots cannot give one (an axis out of range, a Gather without data dims).
-std::optional<std::vector<Expr>> output_shape(Op op, std::size_t axis,
-                                              const std::vector<Slot>& slots) {
+// The output shape of `op` reading `slots` (graph/hlir.hpp's shape contract); a UserError when
+// the slots cannot give one (an axis out of range, a Gather without data dims).
+std::vector<Expr> output_shape(Op op, std::size_t axis, const std::vector<Slot>& slots) {
   const std::vector<Expr>& first = slots[0].view.shape();
   if (op == Op::SumReduce || op == Op::MaxReduce) {
-    if (axis >= first.size()) return std::nullopt;
+    if (axis >= first.size()) {
+      throw support::UserError("axis " + std::to_string(axis) + " is out of range for a rank-" +
+                               std::to_string(first.size()) + " input");
+    }
     std::vector<Expr> out = first;
     out.erase(out.begin() + static_cast<std::ptrdiff_t>(axis));
     return out;
   }
   if (op == Op::Gather) {
-    if (first.empty()) return std::nullopt;
+    if (first.empty()) throw support::UserError("Gather's table has no dims");
     std::vector<Expr> out = slots[1].view.shape();
     out.insert(out.end(), first.begin() + 1, first.end());
     return out;
@@ -62,16 +64,17 @@ std::optional<std::vector<Expr>> output_shape(Op op, std::size_t axis,
   return first;
 }
 
-// The one-op Body of a graph of one node of `op` over one Input per slot; nullopt when the
-// op, its arity or its operands are not a valid HLIR node. Every Input is read only through
+// The one-op Body of a graph of one node of `op` over one Input per slot; a UserError saying why
+// when the op, its arity or its operands are not a valid HLIR node (the failure's reason). Every Input is read only through
 // its edge's view (graph::one_op_body reads the producers' dtypes and the edge views), so its
 // shape is the view's own.
-std::optional<graph::Body> build(const std::string& op_name, const std::string& dtype_name,
+graph::Body build(const std::string& op_name, const std::string& dtype_name,
                                  std::vector<Slot> slots, std::size_t axis,
                                  std::vector<Expr> shape, double value, std::size_t arity) {
   std::optional<Op> op = compute_op(op_name);
   std::optional<DType> dtype = graph::parse_dtype(dtype_name);
-  if (!op || !dtype) return std::nullopt;
+  if (!op) throw support::UserError("'" + op_name + "' is not an HLIR op with a one-op kernel");
+  if (!dtype) throw support::UserError("'" + dtype_name + "' is not a dtype");
   const bool source = *op == Op::Constant || *op == Op::Iota;
   const std::size_t wanted = source ? 0
                              : *op == Op::Scatter ? 3
@@ -79,7 +82,10 @@ std::optional<graph::Body> build(const std::string& op_name, const std::string& 
                                 *op == Op::LessThan || *op == Op::Gather)
                                  ? 2
                                  : 1;
-  if (wanted != arity) return std::nullopt;
+  if (wanted != arity) {
+    throw support::UserError(op_name + " takes " + std::to_string(wanted) + " input(s), not " +
+                             std::to_string(arity));
+  }
   graph::Graph g;
   for (std::size_t i = 0; i < slots.size(); ++i) {
     graph::Node in;
@@ -98,9 +104,7 @@ std::optional<graph::Body> build(const std::string& op_name, const std::string& 
   if (source) {
     n.shape = std::move(shape);
   } else {
-    std::optional<std::vector<Expr>> out = output_shape(*op, axis, slots);
-    if (!out) return std::nullopt;
-    n.shape = std::move(*out);
+    n.shape = output_shape(*op, axis, slots);
   }
   const graph::NodeId id = g.add_node(std::move(n));
   for (std::size_t i = 0; i < slots.size(); ++i) g.add_edge(i, id, i, slots[i].view);
@@ -119,14 +123,14 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
   const std::optional<engine::SortId> f64 = egraph.find_sort("f64");
   KILN_ASSERT(f64.has_value(), "add_kernel_primitives: the builtin sorts are not registered");
 
-  // The slots of a call: (view, dtype) pairs from argument `first` on; nullopt for a dtype
+  // The slots of a call: (view, dtype) pairs from argument `first` on; a UserError for a dtype
   // name that is not one.
-  auto slots_of = [vs, str](const Value* a, std::size_t first,
-                            std::size_t count) -> std::optional<std::vector<Slot>> {
+  auto slots_of = [vs, str](const Value* a, std::size_t first, std::size_t count) {
     std::vector<Slot> slots;
     for (std::size_t i = first; i + 1 < count; i += 2) {
-      std::optional<DType> dtype = graph::parse_dtype(str->get(a[i + 1]));
-      if (!dtype) return std::nullopt;
+      const std::string& name = str->get(a[i + 1]);
+      std::optional<DType> dtype = graph::parse_dtype(name);
+      if (!dtype) throw support::UserError("'" + name + "' is not a dtype");
       slots.push_back(Slot{vs->get(a[i]), *dtype});
     }
     return slots;
@@ -138,11 +142,8 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
   // (one-op-body op dtype shape value): Constant (filled with value) and Iota (value ignored).
   add({s.string, s.string, s.shape, *f64},
       guarded([str, sh, bs](const Value* a, std::size_t, Value& r) {
-        std::optional<graph::Body> body =
-            build(str->get(a[0]), str->get(a[1]), {}, 0, sh->get(a[2]),
-                  engine::F64Sort::get(a[3]), 0);
-        if (!body) return false;
-        r = bs->make(*body);
+        r = bs->make(build(str->get(a[0]), str->get(a[1]), {}, 0, sh->get(a[2]),
+                           engine::F64Sort::get(a[3]), 0));
         return true;
       }));
   // (one-op-body op dtype axis view0 dtype0): the one-input ops; axis is read by SumReduce,
@@ -150,22 +151,16 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
   add({s.string, s.string, s.i64, s.view, s.string},
       guarded([str, bs, slots_of](const Value* a, std::size_t n, Value& r) {
         const std::int64_t axis = I64Sort::get(a[2]);
-        std::optional<std::vector<Slot>> slots = slots_of(a, 3, n);
-        if (axis < 0 || !slots) return false;
-        std::optional<graph::Body> body = build(str->get(a[0]), str->get(a[1]), *slots,
-                                                static_cast<std::size_t>(axis), {}, 0.0, 1);
-        if (!body) return false;
-        r = bs->make(*body);
+        if (axis < 0) throw support::UserError("negative axis " + std::to_string(axis));
+        r = bs->make(build(str->get(a[0]), str->get(a[1]), slots_of(a, 3, n),
+                           static_cast<std::size_t>(axis), {}, 0.0, 1));
         return true;
       }));
   // (one-op-body op dtype view0 dtype0 view1 dtype1 [view2 dtype2]): two- and three-input ops.
   auto by_slots = guarded([str, bs, slots_of](const Value* a, std::size_t n, Value& r) {
-    std::optional<std::vector<Slot>> slots = slots_of(a, 2, n);
-    if (!slots) return false;
-    std::optional<graph::Body> body =
-        build(str->get(a[0]), str->get(a[1]), *slots, 0, {}, 0.0, slots->size());
-    if (!body) return false;
-    r = bs->make(*body);
+    std::vector<Slot> slots = slots_of(a, 2, n);
+    const std::size_t arity = slots.size();
+    r = bs->make(build(str->get(a[0]), str->get(a[1]), std::move(slots), 0, {}, 0.0, arity));
     return true;
   });
   add({s.string, s.string, s.view, s.string, s.view, s.string}, by_slots);
@@ -174,8 +169,13 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
   // (dtype-join a b): a when a and b are the same dtype name; fails otherwise (dtype_prop's
   // merge: a union of two e-classes of different dtypes is an error, never a silent choice).
   table.add(engine::Primitive{"dtype-join", {s.string, s.string}, s.string, false,
-                              [](const Value* a, std::size_t, Value& r) {
-                                if (a[0] != a[1]) return false;  // interned: equal iff same
+                              [str](const Value* a, std::size_t, Value& r) {
+                                if (a[0] != a[1]) {  // interned: equal iff same
+                                  engine::primitive_failure_reason() =
+                                      "dtypes '" + str->get(a[0]) + "' and '" + str->get(a[1]) +
+                                      "' differ";
+                                  return false;
+                                }
                                 r = a[0];
                                 return true;
                               }});
@@ -188,7 +188,7 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
                                 Shape shape = sh->get(a[0]);
                                 const std::int64_t d = I64Sort::get(a[1]);
                                 if (d < 0 || static_cast<std::size_t>(d) >= shape.size()) {
-                                  return false;
+                                  return fail_because("dim out of range for the shape");
                                 }
                                 shape.erase(shape.begin() + d);
                                 r = sh->make(shape);
@@ -199,7 +199,7 @@ void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& s) {
                                 Shape shape = sh->get(a[0]);
                                 const std::int64_t d = I64Sort::get(a[1]);
                                 if (d < 0 || static_cast<std::size_t>(d) + 1 >= shape.size()) {
-                                  return false;
+                                  return fail_because("no dims d and d+1 in the shape");
                                 }
                                 shape[static_cast<std::size_t>(d)] =
                                     shape[static_cast<std::size_t>(d)] *

@@ -123,7 +123,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   start = Clock::now();
   GroupReference reference;
   reference.dims = check_dims_of(options.dims, options.check_dim_cap);
-  check_reference_fits(g, reference.dims, "compile");
+  check_reference_fits(g, reference.dims);
   reference.inputs = graph::random_inputs(g, reference.dims, options.seed);
   reference.values = graph::interpret_all(g, reference.dims, reference.inputs);
   ClassValues values(view, reference.dims);

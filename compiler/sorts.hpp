@@ -102,15 +102,22 @@ void add_body_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 // kernel_rewrite.egg, dtype_prop.egg, matmul_flattening/ and the library rules.
 void add_kernel_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 
+// Fails a primitive call with `reason` (shown to the rule author when the call is an action's).
+inline bool fail_because(const char* reason) {
+  engine::primitive_failure_reason() = reason;
+  return false;
+}
+
 // Wraps a primitive body so that a support::UserError from the graph library (bad text, zero
 // divisor, overflow, bad view argument) becomes a primitive failure, never an escape from a
-// query.
+// query, with the error's message as the failure's reason.
 template <class F>
 engine::PrimitiveFn guarded(F body) {
   return [body](const engine::Value* args, std::size_t count, engine::Value& result) {
     try {
       return static_cast<bool>(body(args, count, result));
-    } catch (const support::UserError&) {
+    } catch (const support::UserError& e) {
+      engine::primitive_failure_reason() = e.message();  // for a rule author, when in an action
       return false;
     }
   };

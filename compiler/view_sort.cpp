@@ -56,7 +56,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
   });
   add("shape-dim", {s.shape, s.i64}, s.expr, [sh, ex](const Value* a, std::size_t, Value& r) {
     std::optional<std::size_t> d = as_dim(a[1]);
-    if (!d || *d >= sh->get(a[0]).size()) return false;
+    if (!d || *d >= sh->get(a[0]).size()) return fail_because("dim out of range for the shape");
     r = ex->make(sh->get(a[0])[*d]);
     return true;
   });
@@ -98,7 +98,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
         std::vector<std::size_t> order;
         for (std::size_t i = 1; i < n; ++i) {
           std::optional<std::size_t> d = as_dim(a[i]);
-          if (!d) return false;
+          if (!d) return fail_because("negative dim");
           order.push_back(*d);
         }
         r = vs->make(vs->get(a[0]).permute(order));
@@ -108,7 +108,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
   add("view-expand", {s.view, s.i64, s.expr}, s.view,
       guarded([vs, ex](const Value* a, std::size_t, Value& r) {
         std::optional<std::size_t> d = as_dim(a[1]);
-        if (!d) return false;
+        if (!d) return fail_because("negative dim");
         r = vs->make(vs->get(a[0]).expand(*d, ex->get(a[2])));
         return true;
       }));
@@ -116,7 +116,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
   add("view-reshape", {s.view, s.shape}, s.view,
       guarded([vs, sh](const Value* a, std::size_t, Value& r) {
         std::optional<View> v = vs->get(a[0]).reshape(sh->get(a[1]));
-        if (!v) return false;
+        if (!v) return fail_because("this reshape needs a copy: no view reads it");
         r = vs->make(*v);
         return true;
       }));
@@ -125,7 +125,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
     add(name, {s.view, s.i64, s.expr, s.expr}, s.view,
         guarded([vs, ex, op](const Value* a, std::size_t, Value& r) {
           std::optional<std::size_t> d = as_dim(a[1]);
-          if (!d) return false;
+          if (!d) return fail_because("negative dim");
           r = vs->make((vs->get(a[0]).*op)(*d, ex->get(a[2]), ex->get(a[3])));
           return true;
         }));
@@ -136,7 +136,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
   add("view-compose", {s.view, s.view}, s.view,
       guarded([vs](const Value* a, std::size_t, Value& r) {
         std::optional<View> v = graph::compose(vs->get(a[0]), vs->get(a[1]));
-        if (!v) return false;
+        if (!v) return fail_because("no single view reads the buffer through both");
         r = vs->make(*v);
         return true;
       }));
@@ -154,7 +154,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
     add(name, {s.view, s.i64}, s.expr, [vs, ex, part](const Value* a, std::size_t, Value& r) {
       const std::vector<Expr>& exprs = (vs->get(a[0]).*part)();
       std::optional<std::size_t> d = as_dim(a[1]);
-      if (!d || *d >= exprs.size()) return false;
+      if (!d || *d >= exprs.size()) return fail_because("dim out of range for the view");
       r = ex->make(exprs[*d]);
       return true;
     });
@@ -168,7 +168,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
   add("view-unit-stride?", {s.view, s.i64}, s.unit, [vs](const Value* a, std::size_t, Value& r) {
     const View& v = vs->get(a[0]);
     std::optional<std::size_t> d = as_dim(a[1]);
-    if (!d || *d >= v.rank()) return false;
+    if (!d || *d >= v.rank()) return fail_because("dim out of range for the view");
     r = 0;
     return v.strides()[*d] == Expr(1) || v.shape()[*d] == Expr(1);
   });
@@ -176,7 +176,7 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& s) 
       [vs, ex](const Value* a, std::size_t, Value& r) {
         const View& v = vs->get(a[0]);
         std::optional<std::size_t> d = as_dim(a[1]);
-        if (!d || *d >= v.rank()) return false;
+        if (!d || *d >= v.rank()) return fail_because("dim out of range for the view");
         r = v.shape()[*d] == Expr(1) ? a[2] : ex->make(v.strides()[*d]);
         return true;
       });

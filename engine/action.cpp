@@ -1,5 +1,6 @@
 #include "engine/action.hpp"
 
+#include "engine/primitive.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::engine {
@@ -33,8 +34,12 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
       }
       case ActionOp::Primitive: {
         Value result = 0;
+        std::string& reason = primitive_failure_reason();
+        reason.clear();
         if (!instr.primitive->apply(args, count, result)) {
-          throw support::RuntimeFailure("primitive '" + instr.primitive->name + "' failed", instr.span);
+          throw support::RuntimeFailure("primitive '" + instr.primitive->name + "' failed" +
+                                            (reason.empty() ? "" : ": " + reason),
+                                        instr.span);
         }
         registers[instr.dst] = result;
         break;

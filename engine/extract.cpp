@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "support/diagnostic.hpp"
 
@@ -84,19 +86,50 @@ void TreeExtractor::print_value(SortId sort, Value value, std::string& out) cons
   print_node(found->second.node, out);
 }
 
-void TreeExtractor::print_node(const ENode& node, std::string& out) const {
-  const FunctionDecl& decl = egraph_.function(node.function);
-  const Value* row = egraph_.table(node.function).row(node.row);
-  if (decl.inputs.empty()) {
-    out += "(" + decl.name + ")";
-    return;
+void TreeExtractor::print_node(const ENode& root, std::string& out) const {
+  // Work on an explicit stack, not by recursion: a term is as deep as the e-graph lets it be (a
+  // rule can build a chain of 100k constructors), far deeper than the call stack.
+  struct Pending {
+    std::optional<ENode> node;  // a node to open, else text to write
+    SortId sort = 0;            // an argument to print (when `node` and `text` are empty)
+    Value value = 0;
+    char text = 0;
+  };
+  std::vector<Pending> stack;
+  stack.push_back({root, 0, 0, 0});
+  while (!stack.empty()) {
+    Pending item = stack.back();
+    stack.pop_back();
+    if (item.text != 0) {
+      out += item.text;
+      continue;
+    }
+    if (!item.node) {
+      const Sort& s = egraph_.sort(item.sort);
+      if (!s.is_eq) {
+        out += s.primitive->print(item.value);
+        continue;
+      }
+      auto found = best_.find(egraph_.find_const(item.value));
+      if (found == best_.end()) {
+        throw support::RuntimeFailure("no extractable term for an e-class of sort " + s.name);
+      }
+      item.node = found->second.node;
+    }
+    const FunctionDecl& decl = egraph_.function(item.node->function);
+    const Value* row = egraph_.table(item.node->function).row(item.node->row);
+    out += "(" + decl.name;
+    if (decl.inputs.empty()) {
+      out += ')';
+      continue;
+    }
+    // Pushed in reverse: " arg0 arg1 ... )" comes off the stack in order.
+    stack.push_back({std::nullopt, 0, 0, ')'});
+    for (std::size_t i = decl.inputs.size(); i-- > 0;) {
+      stack.push_back({std::nullopt, decl.inputs[i], row[i], 0});
+      stack.push_back({std::nullopt, 0, 0, ' '});
+    }
   }
-  out += "(" + decl.name;
-  for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
-    out += ' ';
-    print_value(decl.inputs[i], row[i], out);
-  }
-  out += ')';
 }
 
 std::string TreeExtractor::term(SortId sort, Value value) const {

@@ -1,8 +1,15 @@
+// The table of primitive operations by name, and the reason a call failed.
 #include "engine/primitive.hpp"
 
 #include <memory>
+#include <string>
 
 namespace kiln::engine {
+
+std::string& primitive_failure_reason() {
+  thread_local std::string reason;
+  return reason;
+}
 
 const Primitive& PrimitiveTable::add(Primitive primitive) {
   owned_.push_back(std::make_unique<Primitive>(std::move(primitive)));

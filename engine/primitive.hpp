@@ -15,7 +15,8 @@ namespace kiln::engine {
 // An input sort slot that accepts any sort; all such slots of one call must agree.
 inline constexpr SortId kAnySort = 0xffffffffu;
 
-// Returns false when the operation fails (division by zero, overflow, ...).
+// Returns false when the operation fails (division by zero, overflow, ...); it may say why
+// through primitive_failure_reason().
 using PrimitiveFn = std::function<bool(const Value* args, std::size_t count, Value& result)>;
 
 struct Primitive {
@@ -27,6 +28,11 @@ struct Primitive {
   bool variadic = false;
   PrimitiveFn apply;
 };
+
+// Why the primitive call that just returned false failed, when the primitive says (a sort's own
+// error message): a failing action reports it to the rule author after "primitive 'p' failed".
+// Per thread; an action clears it before each call, a query ignores it (a failure filters there).
+std::string& primitive_failure_reason();
 
 // All primitives by name; one name may have several overloads (e.g. `+` on i64 and f64).
 class PrimitiveTable {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/query_plan.hpp"
+#include "support/diagnostic.hpp"
 
 namespace kiln::engine {
 namespace {
@@ -225,26 +226,44 @@ bool Runner::iterate(const std::string& ruleset) {
   // Apply: staged after the search, in rule order; rows each rule creates record it as origin.
   auto t_apply = Clock::now();
   std::vector<Value> registers;
+  std::vector<const std::string*> changed_by;  // rules whose actions changed the e-graph
   for (Found& f : found) {
     Rule& rule = rules_[f.rule];
     auto t0 = Clock::now();
+    const auto version_before_rule = egraph_.version();
     const std::vector<std::uint32_t>& stored = stored_vars(f.rule);
     std::size_t width = stored.size();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
     Prefetcher prefetch(rule, stored, f.matches->data());
     OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
-    for (std::uint64_t m = 0; m < f.count; ++m) {
-      prefetch.ahead(egraph_, m, f.count);
-      const Value* match = f.matches->data() + m * width;
-      for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
-      run_actions(egraph_, rule.actions, registers.data());
+    try {
+      for (std::uint64_t m = 0; m < f.count; ++m) {
+        prefetch.ahead(egraph_, m, f.count);
+        const Value* match = f.matches->data() + m * width;
+        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
+        run_actions(egraph_, rule.actions, registers.data());
+      }
+    } catch (const support::UserError& e) {
+      // The location points into the rule's actions; the name says which rule, for a rule
+      // file loaded among many (the compiler's).
+      support::rethrow_with_note(e, "in rule '" + rule.name + "'");
     }
+    if (egraph_.version() != version_before_rule) changed_by.push_back(&rule.name);
     report_.rules[rule.name].apply_seconds += seconds_since(t0);
   }
   it.apply_seconds = seconds_since(t_apply);
 
   auto t_rebuild = Clock::now();
-  egraph_.rebuild();
+  try {
+    egraph_.rebuild();
+  } catch (const support::UserError& e) {
+    // A merge that fails while congruence is restored (two dtypes for one e-class, say) was
+    // caused by what this iteration's rules wrote: name them.
+    std::string names;
+    for (const std::string* name : changed_by) names += (names.empty() ? "'" : ", '") + *name + "'";
+    if (names.empty()) throw;
+    support::rethrow_with_note(e, "after rule(s) " + names);
+  }
   it.rebuild_seconds = seconds_since(t_rebuild);
 
   it.changed = egraph_.version() != version_before;

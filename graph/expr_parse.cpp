@@ -26,6 +26,13 @@ bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <=
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 
+// Deeper or longer input is rejected with a message: the reader recurses once per level, and so
+// do the simplifier and printer on what it builds; and each operator re-simplifies what came
+// before it, so n operators cost O(n^2) (4000 distinct dims summed take seconds). Shape
+// arithmetic is never this deep or this long.
+constexpr int kMaxNesting = 200;
+constexpr int kMaxOperators = 1000;
+
 class Parser {
  public:
   Parser(std::string_view text, std::string_view source_name)
@@ -43,6 +50,33 @@ class Parser {
   std::shared_ptr<support::SourceFile> file_;
   const std::string& text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
+  int operators_ = 0;
+
+  // Counts one binary operator or call argument, at the text that adds it.
+  void count_operator(std::size_t at) {
+    if (++operators_ > kMaxOperators) {
+      fail("expression has more than " + std::to_string(kMaxOperators) + " operators", at, at + 1);
+    }
+  }
+
+  // Counts one level of recursion (parentheses, a call, a unary minus) while alive; too many is
+  // an error at the text that opens the level.
+  class Nested {
+   public:
+    explicit Nested(Parser& parser) : parser_(parser) {
+      if (++parser_.depth_ > kMaxNesting) {
+        parser_.fail("expression nested more than " + std::to_string(kMaxNesting) + " levels deep",
+                     parser_.pos_, parser_.pos_ + 1);
+      }
+    }
+    ~Nested() { --parser_.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& parser_;
+  };
 
   [[noreturn]] void fail(const std::string& message, std::size_t begin, std::size_t end) const {
     throw UserError(message, span(begin, end));
@@ -127,6 +161,7 @@ class Parser {
       skip_space();
       if (at_end() || (text_[pos_] != '+' && text_[pos_] != '-')) return acc;
       char op = text_[pos_];
+      count_operator(pos_);
       std::size_t op_begin = pos_++;
       Expr right = product();
       acc = at(op_begin, op_begin + 1, [&] { return op == '+' ? acc + right : acc - right; });
@@ -139,6 +174,7 @@ class Parser {
       skip_space();
       if (at_end() || (text_[pos_] != '*' && text_[pos_] != '/' && text_[pos_] != '%')) return acc;
       char op = text_[pos_];
+      count_operator(pos_);
       std::size_t op_begin = pos_++;
       Expr right = unary();
       acc = at(op_begin, op_begin + 1, [&] {
@@ -150,6 +186,7 @@ class Parser {
   Expr unary() {
     skip_space();
     if (at_end() || text_[pos_] != '-') return primary();
+    Nested level(*this);
     std::size_t op_begin = pos_++;
     skip_space();
     if (!at_end() && is_digit(text_[pos_])) return integer(true);  // so that INT64_MIN reads
@@ -163,6 +200,7 @@ class Parser {
     char c = text_[pos_];
     if (is_digit(c)) return integer(false);
     if (c == '(') {
+      Nested level(*this);
       ++pos_;
       Expr inner = expression();
       expect(')', "')'");
@@ -206,9 +244,13 @@ class Parser {
     if (!variadic && id != "floor_div" && id != "ceil_div" && id != "mod") {
       fail("unknown function '" + id + "' (expected min, max, floor_div, ceil_div or mod)", begin, end);
     }
+    Nested level(*this);
     ++pos_;
     std::vector<Expr> args{expression()};
-    while (accept(",")) args.push_back(expression());
+    while (accept(",")) {
+      count_operator(pos_ - 1);
+      args.push_back(expression());
+    }
     expect(')', "',' or ')'");
     if (variadic && args.size() < 2) fail(id + " takes two or more arguments", begin, end);
     if (!variadic && args.size() != 2) fail(id + " takes two arguments", begin, end);

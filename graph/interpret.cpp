@@ -7,6 +7,7 @@
 #include <limits>
 #include <string_view>
 
+#include "graph/memory_estimate.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph {
@@ -138,25 +139,10 @@ double round_to_dtype(double v, DType t) {
   return v;
 }
 
-double interpret_bytes(const Graph& g, const DimValues& dims) {
-  auto elements = [&](const std::vector<Expr>& shape) {
-    double n = 1;
-    for (const Expr& d : shape) n *= static_cast<double>(evaluate(d, dims));
-    return n;
-  };
-  double total = 0, largest_read = 0;
-  for (NodeId id = 0; id < g.size(); ++id) {
-    total += elements(g.node(id).shape);
-    for (const Graph::Input& in : g.inputs(id)) {
-      largest_read = std::max(largest_read, elements(in.edge->view.shape()));
-    }
-  }
-  return (total + largest_read) * sizeof(double);
-}
-
 std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
                                                const std::map<std::string, Tensor>& inputs) {
   validate(g);
+  check_graph_memory(g, dims);
   std::vector<std::vector<double>> values(g.size());
 
   for (NodeId id : g.topological_order()) {

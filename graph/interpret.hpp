@@ -58,10 +58,6 @@ double round_to_dtype(double v, DType t);
 std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
                                                const std::map<std::string, Tensor>& inputs);
 
-// The bytes interpret_all holds at its peak for `dims`: every node's value as doubles, plus the
-// largest input read through its view. For refusing work that cannot fit before starting it.
-double interpret_bytes(const Graph& g, const DimValues& dims);
-
 // Runs `g` as interpret_all does; returns the value of every Output node, by name.
 std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
                                         const std::map<std::string, Tensor>& inputs);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "graph/memory_estimate.hpp"
+
 namespace kiln::graph {
 
 namespace {
@@ -25,6 +27,7 @@ std::int64_t index_bound(const Graph& g, NodeId id, const DimValues& dims) {
 }  // namespace
 
 std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dims, unsigned seed) {
+  check_inputs_memory(g, dims);  // each may fit and all together not (a model's weights)
   std::mt19937 rng(seed);
   std::map<std::string, Tensor> out;
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -32,7 +35,8 @@ std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dim
     if (n.op != Op::Input) continue;
     Tensor t{n.dtype, {}, {}};
     for (const Expr& d : n.shape) t.shape.push_back(evaluate(d, dims));
-    t.data.resize(static_cast<std::size_t>(numel(t.shape)));
+    const std::int64_t count = checked_numel(n.shape, dims, "input '" + n.name + "'");
+    t.data.resize(static_cast<std::size_t>(count));
     if (is_float(n.dtype)) {
       const auto last = static_cast<double>(
           t.shape.empty() ? 1 : std::max<std::int64_t>(1, t.shape.back()));

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "graph/memory_estimate.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::runtime {
@@ -40,8 +41,10 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
 
   for (ValueId id = 0; id < values; ++id) {
     const Value& v = llir.value(id);
-    const std::int64_t elements = graph::evaluate(v.size, dims);
-    KILN_ASSERT(elements >= 0, "buffer plan: negative size");
+    // Checked before anything is allocated: dims too large for this machine are the user's error.
+    const std::int64_t elements = graph::checked_numel(
+        v.shape, dims, v.name.empty() ? "a temporary buffer" : "buffer '" + v.name + "'",
+        static_cast<std::int64_t>(graph::dtype_size(v.dtype)));
     plan.bytes[id] = static_cast<std::size_t>(elements) * graph::dtype_size(v.dtype);
     if (v.producer) plan.first_step[id] = plan.last_step[id] = *v.producer;
   }
@@ -126,6 +129,8 @@ BufferPlan plan_buffers(const Llir& llir, const graph::DimValues& dims) {
     plan.arena_bytes = std::max(plan.arena_bytes, offset + a.bytes);
     for (ValueId v : a.values) plan.offset[v] = offset;
   }
+  graph::check_bytes_fit(static_cast<std::int64_t>(plan.arena_bytes),
+                         "the plan's temporary buffers", dims);
   for (ValueId id = 0; id < values; ++id) {
     const Value& v = llir.value(id);
     if (v.kind == ValueKind::Temporary && !(v.producer && plan.in_place_state[*v.producer])) {

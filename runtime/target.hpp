@@ -96,6 +96,9 @@ class Target {
   // body, in order. Results are cached by the target where it can (on disk for compiled code).
   virtual std::vector<Prepared> prepare(const std::vector<graph::Body>& bodies) = 0;
   virtual Device& device() = 0;
+  // What besides the machine decides the code and speed of this target's kernels (compiler
+  // version and flags, code generator version), for the keys of cached measurements.
+  virtual std::string fingerprint() const { return name(); }
 };
 
 }  // namespace kiln::runtime

@@ -32,6 +32,12 @@ void rethrow_with_span(const UserError& error, const Span& span) {
   throw UserError(error.message(), span);
 }
 
+void rethrow_with_note(const UserError& error, const std::string& note) {
+  const std::string message = error.message() + "; " + note;
+  if (dynamic_cast<const RuntimeFailure*>(&error)) throw RuntimeFailure(message, error.span());
+  throw UserError(message, error.span());
+}
+
 void internal_error(const char* file, int line, const std::string& what) {
   throw InternalError(std::string("internal error at ") + file + ":" + std::to_string(line) +
                       ": " + what);

@@ -37,6 +37,9 @@ class RuntimeFailure : public UserError {
 // Rethrows `error` (of either kind) with `span` when it has no location of its own.
 [[noreturn]] void rethrow_with_span(const UserError& error, const Span& span);
 
+// Rethrows `error` (of either kind, with its span) with "; `note`" after its message.
+[[noreturn]] void rethrow_with_note(const UserError& error, const std::string& note);
+
 // Renders "file:line:col: error: message" with the source line and a caret under the span.
 std::string format_diagnostic(const std::string& message, const Span& span);
 

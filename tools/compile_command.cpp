@@ -178,7 +178,8 @@ int compile_and_maybe_run(const CompileCommandOptions& o, bool explaining) {
   const graph::Graph& g = builder.graph();
   const graph::DimValues dims = choose_dims(g, o.dims);
   std::unique_ptr<runtime::Target> target = targets::make_target(o.target);
-  compiler::Measurer measurer(*target);
+  // Times depend on the compiler, its flags and the code generator as much as on the machine.
+  compiler::Measurer measurer(*target, {}, target->fingerprint());
   std::cout << "model " << example.name << " (" << g.size() << " HLIR nodes), dims:";
   for (const auto& [name, value] : dims) std::cout << ' ' << name << '=' << value;
   std::cout << ", target " << o.target << "\n";

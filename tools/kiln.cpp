@@ -6,13 +6,14 @@
 //   kiln explain NAME   the search's choices and rejections
 //   kiln dump-egraph    one group's e-graph (DOT or JSON)
 //   kiln check-rules    each rule's unions checked by evaluating both sides
+// A user's mistake exits with status 1, an internal error with 70 (tools/exit_status.hpp).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 #include <vector>
 
-#include "support/diagnostic.hpp"
 #include "tools/commands.hpp"
+#include "tools/exit_status.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln: a superoptimizer for machine-learning programs"};
@@ -27,14 +28,8 @@ int main(int argc, char** argv) {
       kiln::tools::add_check_rules_command(app),
   };
   CLI11_PARSE(app, argc, argv);
-  try {
-    for (const kiln::tools::Command& c : commands) {
-      if (c.app->parsed()) return c.run();
-    }
-  } catch (const kiln::support::UserError& e) {
-    std::cout.flush();
-    std::cerr << e.what() << "\n";
-    return 1;
+  for (const kiln::tools::Command& c : commands) {
+    if (c.app->parsed()) return kiln::tools::run_reporting_errors(c.run, std::cout, std::cerr);
   }
   return 0;
 }

@@ -2,10 +2,12 @@
 #include "tools/model_io.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <set>
+#include <system_error>
 
 #include "examples/graphs.hpp"
 #include "graph/compare.hpp"
@@ -43,11 +45,13 @@ graph::DimValues choose_dims(const Graph& g, const std::vector<std::string>& giv
   for (const std::string& text : given) {
     auto [name, value] = split_assignment(text, "dim");
     if (!names.count(name)) throw UserError("--dim " + name + ": the model has no such dim");
-    try {
-      dims[name] = std::stoll(value);
-    } catch (const std::exception&) {
+    // The whole text must be the number: "3abc" is a mistake, not 3.
+    std::int64_t parsed = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+    if (error != std::errc() || end != value.data() + value.size()) {
       throw UserError("--dim " + name + ": \"" + value + "\" is not an integer");
     }
+    dims[name] = parsed;
     if (dims[name] < 0) throw UserError("--dim " + name + ": must not be negative");
   }
   return dims;

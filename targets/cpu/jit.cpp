@@ -1,6 +1,6 @@
 // The CPU kernel compiler and its on-disk cache; see jit.hpp.
 //
-// Cache layout, under <root>/cpu/<hash of compiler version and flags>/:
+// Cache layout, under <root>/cpu/<hash of identity(): compiler version, flags, codegen version>/:
 //   <symbol>.ref       the name of the shared object that holds the kernel
 //   batch-<hash>.cpp   a translation unit (kept for reading and debugging)
 //   batch-<hash>.so    its shared object
@@ -20,6 +20,7 @@
 #include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
 #include "support/hash.hpp"
+#include "targets/cpu/codegen_version.hpp"
 
 namespace kiln::targets::cpu {
 
@@ -70,9 +71,12 @@ JitCompiler::JitCompiler(fs::path cache_root) {
     throw support::UserError("cannot run the C++ compiler '" + compiler_ +
                              "' (set KILN_CXX): " + head(version, 3));
   }
-  const std::string identity = head(version, 1) + "|" + flags();
+  // A kernel's symbol hashes its Body, not its source: what turns the one into the other (the
+  // compiler, its flags, the code generator) keys the folder.
+  identity_ = "compiler=" + head(version, 1) + ";flags=" + flags() + ";codegen=" + kCodegenVersion;
+  std::erase(identity_, '\n');
   dir_ = (cache_root.empty() ? support::default_cache_root() : cache_root) / "cpu" /
-         hex64(support::hash64(identity));
+         hex64(support::hash64(identity_));
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw support::UserError("cannot create the kernel cache " + dir_.string());

@@ -2,8 +2,9 @@
 //
 // Many kernels go into one translation unit and one `g++ -O3 -march=native -shared -fPIC`
 // run, since the compiler's start-up dominates small kernels. Results live in an on-disk
-// cache keyed by each kernel's symbol (the hash of its Body, so of its source) under a folder
-// keyed by the compiler's version and flags: a kernel is never compiled twice. A source that
+// cache keyed by each kernel's symbol (the hash of its Body) under a folder keyed by the
+// compiler's version, its flags and the code generator's version (a hash of its sources): a
+// kernel is never compiled twice, and a changed code generator never loads old kernels. A source that
 // fails to compile is isolated (the batch is retried kernel by kernel) and rejected with the
 // compiler's message; the other kernels of the batch still load.
 //
@@ -49,6 +50,9 @@ class JitCompiler {
 
   const JitStats& stats() const { return stats_; }
   const std::filesystem::path& cache_dir() const { return dir_; }
+  // What decides the code and so the speed of a kernel besides its Body, as one line:
+  // "compiler=<first line of --version>;flags=...;codegen=<hash>".
+  const std::string& identity() const { return identity_; }
   static const char* flags();
 
  private:
@@ -57,6 +61,7 @@ class JitCompiler {
   KernelFn load(const std::string& symbol, std::string& error);
 
   std::filesystem::path dir_;
+  std::string identity_;
   std::string compiler_;
   std::map<std::string, void*> libraries_;  // shared object path -> dlopen handle
   JitStats stats_;

@@ -88,6 +88,7 @@ class CpuTarget final : public runtime::Target {
     return out;
   }
   runtime::Device& device() override { return device_; }
+  std::string fingerprint() const override { return "cpu;" + jit_.identity(); }
 
  private:
   runtime::Capabilities capabilities_;

@@ -15,8 +15,9 @@
 
 namespace {
 
-// Longer programs add little coverage and only slow the search down.
-constexpr std::size_t kMaxInput = 4096;
+// Long enough for deep terms (a rule run many times builds a chain thousands of constructors
+// deep) and for lists up to the reader's nesting limit; longer programs only slow the search.
+constexpr std::size_t kMaxInput = 16384;
 
 [[noreturn]] void bug(const char* what, const std::string& detail) {
   std::fprintf(stderr, "fuzz_session: %s\n%s\n", what, detail.c_str());

@@ -236,9 +236,15 @@ TEST_CASE("buffer plan: a chain reuses dead buffers", "[runtime][buffer_plan]") 
   // Sizes follow the dims.
   const BufferPlan bigger = runtime::plan_buffers(llir, {{"n", 80}});
   CHECK(bigger.unshared_bytes > 9 * plan.unshared_bytes);
-  CHECK(!runtime::to_text(llir, plan).empty());
+  CHECK(kiln::testing::contains(runtime::to_text(llir, plan),
+                               "arena=" + std::to_string(plan.arena_bytes) + " "));
   CHECK(kiln::testing::contains(
       kiln::testing::user_error_of([&] { runtime::plan_buffers(llir, {}); }), "n"));
+  // Dims too large for this machine are refused before any allocation, naming the dim.
+  const std::string too_large = kiln::testing::user_error_of(
+      [&] { runtime::plan_buffers(llir, {{"n", std::int64_t{1} << 40}}); });
+  CHECK(kiln::testing::contains(too_large, "with dim n=1099511627776 needs"));
+  CHECK(kiln::testing::contains(too_large, "of memory here"));
 }
 
 TEST_CASE("buffer plan: in place where the program says so and it is safe, else a clear error", "[runtime][buffer_plan]") {

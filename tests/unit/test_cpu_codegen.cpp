@@ -1,9 +1,11 @@
 // targets/cpu: every one-op Body of a set of graphs, rendered to C++, compiled in one batch and
 // run on native buffers, agrees with the Body interpreter; the cache makes a second compile
-// free; a broken source is rejected with the compiler's message.
+// free; a broken source is rejected with the compiler's message; the cache folder is keyed by
+// the compiler, its flags and the code generator's version.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -14,6 +16,7 @@
 #include "graph/interpret.hpp"
 #include "graph/tensor.hpp"
 #include "runtime/native.hpp"
+#include "support/hash.hpp"
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
 #include "tests/unit/graph_fixtures.hpp"
@@ -170,5 +173,27 @@ TEST_CASE("a kernel that does not compile is rejected, the others load", "[cpu]"
   CHECK(out[1].fn == nullptr);
   CHECK(contains(out[1].error, "the C++ compiler rejected kernel kiln_broken"));
   CHECK(contains(out[1].error, "oops"));
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("the kernel cache is keyed by the compiler, its flags and the code generator's version",
+          "[cpu]") {
+  const auto cache = fresh_cache("identity");
+  targets::cpu::JitCompiler jit(cache);
+  const std::string& identity = jit.identity();
+  // Kernels are cached by the hash of their Body, so everything that turns a Body into machine
+  // code must be in the folder's key: a changed code generator must not load old kernels.
+  CHECK(identity.rfind("compiler=", 0) == 0);
+  CHECK(contains(identity, std::string(";flags=") + targets::cpu::JitCompiler::flags() + ";"));
+  const std::size_t codegen = identity.find(";codegen=");
+  REQUIRE(codegen != std::string::npos);
+  const std::string version = identity.substr(codegen + 9);
+  CHECK(version.size() == 16);
+  CHECK(version.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(identity.find('\n') == std::string::npos);
+  char hex[20];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(support::hash64(identity)));
+  CHECK(jit.cache_dir() == cache / "cpu" / hex);
   std::filesystem::remove_all(cache);
 }

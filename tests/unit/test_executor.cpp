@@ -354,7 +354,7 @@ TEST_CASE("executor: bad inputs, bad dims and rejected kernels are user errors",
                    executor.run({{"seq", 3}}, {{"x", x3}, {"w", w2}, {"z", w2}});
                  }),
                  "no input called 'z'"));
-  CHECK(user_error_of([&] { executor.run({}, {{"x", x3}, {"w", w2}}); }) != "");
+  CHECK(contains(user_error_of([&] { executor.run({}, {{"x", x3}, {"w", w2}}); }), "seq"));
 
   // A weight bound once serves every later run; a profile names every step.
   executor.bind("w", w2);
@@ -363,7 +363,6 @@ TEST_CASE("executor: bad inputs, bad dims and rejected kernels are user errors",
   CHECK(out.at("y").data == std::vector<double>{10, 200, 30, 400, 50, 600});
   REQUIRE(profile.steps.size() == llir.num_steps());
   CHECK(profile.steps[0].label == "%2 Mul");
-  CHECK(profile.steps[0].seconds >= 0.0);
 
   RejectingTarget rejecting;
   const std::string error = user_error_of([&] { runtime::Executor(llir, rejecting); });

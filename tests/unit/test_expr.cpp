@@ -263,6 +263,46 @@ TEST_CASE("expr: parse errors say what and where", "[graph]") {
   CHECK_THAT(zero, Catch::Contains("  seq + x/(y - y)\n         ^"));
 }
 
+TEST_CASE("expr: nesting deeper than 200 levels is a located error, even 100k deep", "[graph]") {
+  auto nested = [](std::size_t depth, const std::string& open, const std::string& close) {
+    std::string text;
+    for (std::size_t i = 0; i < depth; ++i) text += open;
+    text += "1";
+    for (std::size_t i = 0; i < depth; ++i) text += close;
+    return text;
+  };
+  auto error = [](const std::string& text) {
+    return user_error([&] { graph::parse_expr(text, "shape"); });
+  };
+  // 200 levels read (and print back); the 201st opening is the error, with its column.
+  CHECK(graph::evaluate(graph::parse_expr(nested(200, "(", ")")), {}) == 1);
+  CHECK(graph::evaluate(graph::parse_expr(nested(199, "min(1, ", ")")), {}) == 1);
+  CHECK_THAT(error(nested(201, "(", ")")),
+             Catch::Contains("shape:1:201: error: expression nested more than 200 levels deep"));
+  // Each kind of level counts: parentheses, calls and unary minus, 100k deep.
+  for (const auto& [open, close] : std::vector<std::pair<std::string, std::string>>{
+           {"(", ")"}, {"max(x, ", ")"}, {"-", ""}, {"floor_div(", ", 2)"}}) {
+    CHECK_THAT(error(nested(100000, open, close)),
+               Catch::Contains("error: expression nested more than 200 levels deep"));
+  }
+}
+
+TEST_CASE("expr: more than 1000 operators is a located error (simplifying them is quadratic)",
+          "[graph]") {
+  auto sum_of_dims = [](int terms) {
+    std::string text = "d0";
+    for (int i = 1; i < terms; ++i) text += " + d" + std::to_string(i);
+    return text;
+  };
+  CHECK(graph::free_dims(graph::parse_expr(sum_of_dims(1001))).size() == 1001);
+  const std::string error = user_error([&] { graph::parse_expr(sum_of_dims(1002), "shape"); });
+  CHECK_THAT(error, Catch::Contains("error: expression has more than 1000 operators"));
+  std::string arguments = "max(x";
+  for (int i = 0; i < 1001; ++i) arguments += ", y";
+  CHECK_THAT(user_error([&] { graph::parse_expr(arguments + ")"); }),
+             Catch::Contains("expression has more than 1000 operators"));
+}
+
 TEST_CASE("expr: evaluation binds every dim", "[graph]") {
   Expr e = parse("2*seq + floor_div(batch, 3) - min(seq, 4) + (seq < batch)");
   CHECK(graph::evaluate(e, {{"seq", 5}, {"batch", 7}}) == 10 + 2 - 4 + 1);

@@ -465,4 +465,16 @@ TEST_CASE("view: parse_view reads what to_string prints, and locates errors [gra
             .find("v:1:40: error: unexpected 'x'") != std::string::npos);
   CHECK(error_of("View(shape=[4] strides=[1], offset=0)").find("v:1:16: error: expected ','") !=
         std::string::npos);
+  // 100k nested parentheses inside a dim or a shape: a located error, not a stack overflow.
+  const std::string deep = std::string(100000, '(') + "1" + std::string(100000, ')');
+  CHECK(error_of("View(shape=[" + deep + "], strides=[1], offset=0)")
+            .find("v:1:213: error: expression nested more than 200 levels deep") !=
+        std::string::npos);
+  try {
+    graph::parse_shape("[4, " + deep + "]", "s");
+    FAIL("a 100k-deep shape was read");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("s:1:205: error: expression nested more than 200") !=
+          std::string::npos);
+  }
 }

@@ -1,0 +1,93 @@
+// Memory estimates before allocating: dims too large for this machine are a UserError naming the
+// dims and the bytes, from the estimate itself and from every allocating path (random inputs, the
+// interpreter), never std::bad_alloc.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "graph/interpret.hpp"
+#include "graph/memory_estimate.hpp"
+#include "graph/random_inputs.hpp"
+#include "graph/tensor.hpp"
+#include "tests/unit/test_util.hpp"
+
+using namespace kiln::graph;
+using kiln::testing::contains;
+using kiln::testing::user_error_of;
+
+namespace {
+
+// y = exp(x) + 1 with x [batch, 512].
+void build_exp_plus_one(GraphBuilder& b) {
+  GraphTensor x = b.input("x", {Expr::dim("batch"), Expr(512)});
+  (exp(x) + 1.0).output("y");
+}
+
+}  // namespace
+
+TEST_CASE("memory: a tensor that fits is counted, one that does not names its dims and bytes",
+          "[graph]") {
+  const std::vector<Expr> shape = {Expr::dim("batch"), Expr(512)};
+  CHECK(checked_numel(shape, {{"batch", 3}}, "input 'x'") == 3 * 512);
+  CHECK(checked_numel(shape, {{"batch", 3}}, "input 'x'", 4, 3 * 512 * 4) == 3 * 512);
+  const std::string error =
+      user_error_of([&] { checked_numel(shape, {{"batch", 3}}, "input 'x'", 4, 3 * 512 * 4 - 1); });
+  CHECK(contains(error, "input 'x' [batch, 512] with dim batch=3 needs 6144 bytes"));
+  CHECK(contains(error, "more than the 6143 bytes"));
+  // 10^11 rows of 512 doubles: 409.6 TB, far beyond any machine.
+  const std::string huge =
+      user_error_of([&] { checked_numel(shape, {{"batch", 100000000000}}, "input 'x'"); });
+  CHECK(contains(huge, "with dim batch=100000000000 needs 409600000000000 bytes"));
+  // Element counts past 2^63 saturate instead of wrapping around to something small.
+  const std::vector<Expr> square = {Expr::dim("n"), Expr::dim("n")};
+  CHECK(contains(user_error_of([&] { checked_numel(square, {{"n", 1LL << 40}}, "t"); }),
+                 "needs more than 2^63 bytes"));
+}
+
+TEST_CASE("memory: the interpreter's estimate is the sum of every node, largest named",
+          "[graph]") {
+  GraphBuilder b;
+  build_exp_plus_one(b);
+  const DimValues dims{{"batch", 2}};
+  std::int64_t total = 0;
+  for (NodeId id = 0; id < b.graph().size(); ++id) {
+    std::int64_t count = 1;
+    for (const Expr& d : b.graph().node(id).shape) count *= evaluate(d, dims);
+    total += count * kBytesPerHeldElement;
+  }
+  CHECK_NOTHROW(check_graph_memory(b.graph(), dims, total));
+  const std::string error = user_error_of([&] { check_graph_memory(b.graph(), dims, total - 1); });
+  CHECK(contains(error, "need " + std::to_string(total) + " bytes"));
+  CHECK(contains(error, "[batch, 512] with dim batch=2"));
+}
+
+TEST_CASE("memory: random inputs and the interpreter refuse dims too large before allocating",
+          "[graph]") {
+  GraphBuilder b;
+  build_exp_plus_one(b);
+  const DimValues huge{{"batch", 100000000000}};
+  const std::string inputs = user_error_of([&] { random_inputs(b.graph(), huge, 1); });
+  CHECK(contains(inputs, "the model's inputs (as doubles) need 409600000000000 bytes"));
+  CHECK(contains(inputs, "input 'x' [batch, 512] with dim batch=100000000000"));
+  CHECK(contains(user_error_of([&] { interpret_all(b.graph(), huge, {}); }),
+                 "with dim batch=100000000000"));
+  // At sane dims both run.
+  const DimValues small{{"batch", 2}};
+  CHECK(interpret(b.graph(), small, random_inputs(b.graph(), small, 1)).at("y").data.size() ==
+        2 * 512);
+}
+
+TEST_CASE("memory: inputs that each fit but not together are refused, the largest named",
+          "[graph]") {
+  GraphBuilder b;
+  GraphTensor w1 = b.input("w1", {Expr(64), Expr(64)});
+  GraphTensor w2 = b.input("w2", {Expr(64), Expr(32)});
+  (w1 + 1.0).output("y1");
+  (w2 + 1.0).output("y2");
+  const std::int64_t both = (64 * 64 + 64 * 32) * kBytesPerHeldElement;
+  CHECK_NOTHROW(check_inputs_memory(b.graph(), {}, both));
+  const std::string error = user_error_of([&] { check_inputs_memory(b.graph(), {}, both - 1); });
+  CHECK(contains(error, "the model's inputs (as doubles) need " + std::to_string(both) + " bytes"));
+  CHECK(contains(error, "the largest is input 'w1' [64, 64] with 32768 bytes"));
+  CHECK(contains(error, "the model is too large"));
+}
