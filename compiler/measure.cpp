@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "graph/body_bounds.hpp"
 #include "graph/interpret.hpp"
 #include "runtime/native.hpp"
 #include "graph/compare.hpp"
@@ -162,6 +163,46 @@ Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims
   c.output_elements = s.c_elements();
   c.op = std::move(call);
   return c;
+}
+
+std::string library_call_in_bounds(const runtime::LibraryCall& call,
+                                   const std::vector<graph::Expr>& buffer_elements) {
+  using graph::Expr;
+  if (call.op != "gemm") return "no bounds are known for library op " + call.op;
+  if (buffer_elements.size() != 3) return "a gemm call takes 3 buffers (A, B, C)";
+  auto param = [&](const char* name, const Expr& fallback) {
+    auto it = call.params.find(name);
+    return it == call.params.end() ? fallback : it->second;
+  };
+  for (const char* required : {"m", "n", "k"}) {
+    if (!call.params.count(required)) return std::string("gemm: ") + required + " is required";
+  }
+  // The same defaults as targets::gemm_shape.
+  const Expr m = param("m", 0), n = param("n", 0), k = param("k", 0), batch = param("batch", 1);
+  const bool trans_a = param("trans_a", 0) != Expr(0), trans_b = param("trans_b", 0) != Expr(0);
+  const Expr lda = param("lda", trans_a ? m : k), ldb = param("ldb", trans_b ? k : n);
+  const Expr ldc = param("ldc", n);
+  // Each operand: batch x rows x columns, rows `ld` apart.
+  const graph::StridedAccess a{"gemm A", param("offset_a", 0),
+                               {{batch, param("stride_a", m * k)},
+                                {trans_a ? k : m, lda},
+                                {trans_a ? m : k, 1}}};
+  const graph::StridedAccess b{"gemm B", param("offset_b", 0),
+                               {{batch, param("stride_b", k * n)},
+                                {trans_b ? n : k, ldb},
+                                {trans_b ? k : n, 1}}};
+  const graph::StridedAccess c{"gemm C", 0, {{batch, param("stride_c", m * n)}, {m, ldc}, {n, 1}}};
+  std::string why = graph::prove_in_bounds(a, buffer_elements[0]);
+  if (why.empty()) why = graph::prove_in_bounds(b, buffer_elements[1]);
+  if (why.empty()) why = graph::prove_in_bounds(c, buffer_elements[2]);
+  return why;
+}
+
+std::int64_t reduction_length(const Candidate& c, const graph::DimValues& dims) {
+  if (const graph::Body* body = body_of(c)) return graph::reduction_length(*body, dims);
+  const runtime::LibraryCall& call = *call_of(c);
+  if (call.op == "gemm") return std::max<long long>(targets::gemm_shape(call, dims).k, 1);
+  return 1;
 }
 
 std::vector<std::vector<double>> random_inputs(const Candidate& c, const graph::DimValues& dims,
@@ -358,7 +399,7 @@ std::vector<double> Measurer::run(const Candidate& c,
 }
 
 std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
-                            std::optional<double> tolerance) {
+                            std::optional<graph::Tolerance> tolerance) {
   const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
   const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low);
   std::vector<double> want = initial_output(c, inputs);
@@ -372,7 +413,8 @@ std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
     return "no reference semantics for library op " + call.op;
   }
   const std::vector<double> got = run(c, inputs, dims);
-  const std::string why = graph::mismatch(got, want, c.output_dtype, tolerance);
+  const std::string why = graph::mismatch(
+      got, want, tolerance.value_or(graph::tolerance(c.output_dtype, reduction_length(c, dims))));
   if (why.empty()) return "";
   return describe(c) + " on target " + target_.name() + ": " + why;
 }

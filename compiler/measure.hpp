@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "graph/body.hpp"
+#include "graph/compare.hpp"
 #include "graph/dtype.hpp"
 #include "graph/expr.hpp"
 #include "runtime/target.hpp"
@@ -67,6 +68,16 @@ Candidate body_candidate(graph::Body body, std::vector<std::int64_t> input_eleme
                          const graph::DimValues& dims);
 // A "gemm" LibraryCall candidate: buffer sizes from its params at `dims` (A, B, then C).
 Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims);
+
+// "" when every element a "gemm" LibraryCall reads or writes lies inside its buffers (A, B, C
+// with `buffer_elements` elements, Exprs in the same dims) for all dims >= 1, else the reason
+// naming the operand (graph::prove_in_bounds); a call that is not a gemm is not known there.
+std::string library_call_in_bounds(const runtime::LibraryCall& call,
+                                   const std::vector<graph::Expr>& buffer_elements);
+
+// The reduction length behind each output element of a candidate at `dims` (a Body's nested
+// Reduce extents, a gemm's k): what graph::tolerance scales with.
+std::int64_t reduction_length(const Candidate& candidate, const graph::DimValues& dims);
 
 // Random inputs for a candidate (the rules above), one vector per input, reproducible from
 // `seed`: what time() and check() run on, and what a caller feeds its own reference.
@@ -104,10 +115,10 @@ class Measurer {
 
   // Runs a candidate on random inputs (see above) and compares it with its reference semantics
   // (graph::interpret_body, targets::gemm_reference; slow, so use small dims): "" when the
-  // output agrees by graph::mismatch (`tolerance` overrides the dtype's), else a message
-  // naming the candidate and the first differing element.
+  // output agrees by graph::mismatch (`tolerance` overrides graph::tolerance of the dtype and
+  // reduction_length()), else a message naming the candidate and the first differing element.
   std::string check(const Candidate& candidate, const graph::DimValues& dims,
-                    std::optional<double> tolerance = std::nullopt);
+                    std::optional<graph::Tolerance> tolerance = std::nullopt);
 
   // The median time in seconds on random inputs (see above), read from the cache when present
   // (then nothing is prepared or run), else measured with runtime::measure and stored.

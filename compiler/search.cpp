@@ -363,7 +363,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     std::vector<double> got = measurer.run(c.candidate, in, dims);
     got.resize(want->size());
     ++report.checked;
-    std::string why = graph::mismatch(got, *want, c.candidate.output_dtype);
+    std::string why = graph::mismatch(got, *want, c.candidate.output_dtype,
+                                      reduction_length(c.candidate, dims));
     if (!why.empty()) {
       c.rejected = true;
       report.rejected.push_back({c.what, why, rules_of(c.output)});
@@ -509,7 +510,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   std::map<std::string, Tensor> got = run_program(chosen, &report.program_seconds);
   for (NodeId id : outputs) {
     const std::string& name = g.node(id).name;
-    std::string why = graph::mismatch(got.at(name).data, reference[id], g.node(id).dtype);
+    std::string why = graph::mismatch(got.at(name).data, reference[id], g.node(id).dtype,
+                                      graph::reduction_length(g, id, dims));
     if (!why.empty()) {
       std::set<std::string> suspects;
       for (const GroupStep& s : chosen.steps) suspects.insert(s.rules.begin(), s.rules.end());

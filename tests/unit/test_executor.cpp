@@ -76,7 +76,8 @@ void check_same(const TensorMap& expected, const TensorMap& actual, double scale
     REQUIRE(got.dtype == want.dtype);
     REQUIRE(got.shape == want.shape);
     REQUIRE(got.data.size() == want.data.size());
-    const double tol = graph::reference_tolerance(want.dtype) * scale;
+    // The examples reduce over at most a few thousand elements along any path.
+    const double tol = graph::tolerance(want.dtype, 4096).relative * scale;
     std::size_t bad = 0;
     for (std::size_t i = 0; i < want.data.size(); ++i) {
       const double w = want.data[i];
