@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -257,11 +258,12 @@ std::string machine_fingerprint() {
 }
 
 Measurer::Measurer(runtime::Target& target, fs::path cache_root, std::string fingerprint,
-                   runtime::TimerOptions timer)
+                   runtime::TimerOptions timer, SandboxOptions sandbox)
     : target_(target),
       dir_((cache_root.empty() ? support::default_cache_root() : cache_root) / "measure" / target.name()),
       fingerprint_(machine_fingerprint() + "|" + fingerprint),
-      timer_(timer) {
+      timer_(timer),
+      sandbox_(sandbox) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw support::UserError("cannot create the measurement cache " + dir_.string());
@@ -352,9 +354,10 @@ std::vector<std::string> Measurer::prepare(const std::vector<Candidate>& candida
   return errors;
 }
 
-const runtime::Kernel* Measurer::kernel_for(const Candidate& c, const graph::DimValues& dims) {
-  const std::string error = prepare({c}, dims).front();
-  if (!error.empty()) throw support::UserError("cannot run " + describe(c) + ": " + error);
+const runtime::Kernel* Measurer::kernel_for(const Candidate& c, const graph::DimValues& dims,
+                                            std::string& error) {
+  error = prepare({c}, dims).front();
+  if (!error.empty()) return nullptr;
   const graph::Body* body = body_of(c);
   return body ? kernels_.at(body_id(*body)).kernel.get() : nullptr;
 }
@@ -373,50 +376,144 @@ void Measurer::launch(const Candidate& c, const runtime::Kernel* kernel,
   } else {
     device.call(*call_of(c), buffers, dims);
   }
-  ++stats_.runs;
+}
+
+namespace {
+
+std::string to_bytes(const std::vector<double>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+}
+
+std::vector<double> from_bytes(const std::string& bytes) {
+  std::vector<double> values(bytes.size() / sizeof(double));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(double));
+  return values;
+}
+
+}  // namespace
+
+Job Measurer::run_job(const Candidate& c, const runtime::Kernel* kernel,
+                      const std::vector<std::vector<double>>& inputs,
+                      const graph::DimValues& dims) {
+  KILN_ASSERT(inputs.size() == c.input_dtypes.size(), "measure: wrong number of inputs");
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    KILN_ASSERT(static_cast<std::int64_t>(inputs[k].size()) == c.input_elements[k],
+                "measure: input " + std::to_string(k) + " has the wrong size");
+  }
+  // Runs in a worker: references stay valid there (the worker's copy of this process).
+  return [this, &c, kernel, &inputs, &dims] {
+    runtime::Device& device = target_.device();
+    DeviceBuffers owned(device);
+    std::vector<void*> buffers;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      buffers.push_back(owned.add(inputs[k], c.input_dtypes[k]));
+    }
+    buffers.push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+    launch(c, kernel, buffers, dims);
+    device.synchronize();
+    std::vector<std::byte> bytes(bytes_of(c.output_elements, c.output_dtype));
+    if (!bytes.empty()) device.download(bytes.data(), buffers.back(), bytes.size());
+    return to_bytes(runtime::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
+                                         c.output_dtype));
+  };
+}
+
+std::vector<Measurer::RunResult> Measurer::try_run_all(
+    const std::vector<Candidate>& candidates,
+    const std::vector<std::vector<std::vector<double>>>& inputs, const graph::DimValues& dims) {
+  KILN_ASSERT(inputs.size() == candidates.size(), "measure: one input set per candidate");
+  std::vector<RunResult> results(candidates.size());
+  std::vector<Job> jobs;
+  std::vector<std::size_t> job_of;  // the candidate of each job
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    std::string error;
+    const runtime::Kernel* kernel = kernel_for(candidates[i], dims, error);
+    if (!error.empty()) {
+      results[i].failure = "the target rejected it: " + error;
+      continue;
+    }
+    jobs.push_back(run_job(candidates[i], kernel, inputs[i], dims));
+    job_of.push_back(i);
+  }
+  std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
+  for (std::size_t j = 0; j < done.size(); ++j) {
+    RunResult& r = results[job_of[j]];
+    ++stats_.runs;
+    if (done[j].ok()) {
+      r.output = from_bytes(done[j].output);
+    } else {
+      r.failure = std::move(done[j].failure);
+      ++stats_.failures;
+    }
+  }
+  return results;
+}
+
+Measurer::RunResult Measurer::try_run(const Candidate& c,
+                                      const std::vector<std::vector<double>>& inputs,
+                                      const graph::DimValues& dims) {
+  return try_run_all({c}, {inputs}, dims).front();
 }
 
 std::vector<double> Measurer::run(const Candidate& c,
                                   const std::vector<std::vector<double>>& inputs,
                                   const graph::DimValues& dims) {
-  const runtime::Kernel* kernel = kernel_for(c, dims);
-  KILN_ASSERT(inputs.size() == c.input_dtypes.size(), "measure: wrong number of inputs");
-  runtime::Device& device = target_.device();
-  DeviceBuffers owned(device);
-  std::vector<void*> buffers;
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    KILN_ASSERT(static_cast<std::int64_t>(inputs[k].size()) == c.input_elements[k],
-                "measure: input " + std::to_string(k) + " has the wrong size");
-    buffers.push_back(owned.add(inputs[k], c.input_dtypes[k]));
+  RunResult r = try_run(c, inputs, dims);
+  if (!r.ok()) throw support::UserError("cannot run " + describe(c) + ": " + r.failure);
+  return std::move(r.output);
+}
+
+std::vector<std::string> Measurer::check_all(const std::vector<Candidate>& candidates,
+                                             const graph::DimValues& dims,
+                                             std::optional<graph::Tolerance> tolerance) {
+  std::vector<std::string> verdicts(candidates.size());
+  std::vector<Candidate> runnable;
+  std::vector<std::vector<std::vector<double>>> inputs;
+  std::vector<std::vector<double>> wants;
+  std::vector<std::size_t> index;  // the candidate of each run
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+    std::vector<std::vector<double>> in = random_inputs(c, dims, k.low);
+    std::vector<double> want = initial_output(c, in);
+    // The reference semantics: the interpreter checks every position, so it runs here.
+    try {
+      if (const graph::Body* body = body_of(c)) {
+        std::vector<const std::vector<double>*> pointers;
+        for (const std::vector<double>& x : in) pointers.push_back(&x);
+        graph::interpret_body(*body, pointers, dims, want);
+      } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
+        targets::gemm_reference(call, dims, in.at(0), in.at(1), want);
+      } else {
+        verdicts[i] = describe(c) + ": no reference semantics for library op " + call.op;
+        continue;
+      }
+    } catch (const support::UserError& e) {
+      verdicts[i] = describe(c) + ": its reference semantics fail: " + e.what();
+      continue;
+    }
+    runnable.push_back(c);
+    inputs.push_back(std::move(in));
+    wants.push_back(std::move(want));
+    index.push_back(i);
   }
-  buffers.push_back(owned.add(initial_output(c, inputs), c.output_dtype));
-  launch(c, kernel, buffers, dims);
-  device.synchronize();
-  std::vector<std::byte> bytes(bytes_of(c.output_elements, c.output_dtype));
-  if (!bytes.empty()) device.download(bytes.data(), buffers.back(), bytes.size());
-  return runtime::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
-                              c.output_dtype);
+  const std::vector<RunResult> got = try_run_all(runnable, inputs, dims);
+  for (std::size_t j = 0; j < got.size(); ++j) {
+    const Candidate& c = runnable[j];
+    const std::string why =
+        got[j].ok()
+            ? graph::mismatch(got[j].output, wants[j],
+                              tolerance.value_or(graph::tolerance(c.output_dtype,
+                                                                  reduction_length(c, dims))))
+            : got[j].failure;
+    if (!why.empty()) verdicts[index[j]] = describe(c) + " on target " + target_.name() + ": " + why;
+  }
+  return verdicts;
 }
 
 std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
                             std::optional<graph::Tolerance> tolerance) {
-  const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
-  const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low);
-  std::vector<double> want = initial_output(c, inputs);
-  if (const graph::Body* body = body_of(c)) {
-    std::vector<const std::vector<double>*> pointers;
-    for (const std::vector<double>& in : inputs) pointers.push_back(&in);
-    graph::interpret_body(*body, pointers, dims, want);
-  } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
-    targets::gemm_reference(call, dims, inputs.at(0), inputs.at(1), want);
-  } else {
-    return "no reference semantics for library op " + call.op;
-  }
-  const std::vector<double> got = run(c, inputs, dims);
-  const std::string why = graph::mismatch(
-      got, want, tolerance.value_or(graph::tolerance(c.output_dtype, reduction_length(c, dims))));
-  if (why.empty()) return "";
-  return describe(c) + " on target " + target_.name() + ": " + why;
+  return check_all({c}, dims, tolerance).front();
 }
 
 namespace {
@@ -462,13 +559,15 @@ double Measurer::time_program(const std::string& program, const graph::DimValues
   return seconds;
 }
 
-double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
+Measurer::TimeResult Measurer::try_time(const Candidate& c, const graph::DimValues& dims) {
   if (std::optional<double> seconds = cached(c, dims)) {
     ++stats_.cache_hits;
-    return *seconds;
+    return {*seconds, ""};
   }
   const auto start = std::chrono::steady_clock::now();
-  const runtime::Kernel* kernel = kernel_for(c, dims);
+  std::string error;
+  const runtime::Kernel* kernel = kernel_for(c, dims, error);
+  if (!error.empty()) return {0.0, "the target rejected it: " + error};
   const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
 
   std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
@@ -480,25 +579,48 @@ double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
           ? 1
           : std::min(kMaxInputSets, (kRotateBytes + set_bytes) / std::max<std::size_t>(set_bytes, 1));
 
-  runtime::Device& device = target_.device();
-  DeviceBuffers owned(device);
-  std::vector<std::vector<void*>> buffers(sets);
-  for (std::size_t s = 0; s < sets; ++s) {
-    const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
-    }
-    buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+  // In a worker: the buffers, the runs and a crash all stay there; the time and the number of
+  // runs come back as text.
+  const JobResult job = run_sandboxed(
+      [&] {
+        runtime::Device& device = target_.device();
+        DeviceBuffers owned(device);
+        std::vector<std::vector<void*>> buffers(sets);
+        for (std::size_t s = 0; s < sets; ++s) {
+          const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
+          for (std::size_t i = 0; i < inputs.size(); ++i) {
+            buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
+          }
+          buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+        }
+        const runtime::Timing timing = runtime::measure(
+            [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
+            [&] { device.synchronize(); }, timer_);
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g %d", timing.median_seconds,
+                      timing.runs + timer_.warmup);
+        return std::string(text);
+      },
+      sandbox_);
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!job.ok()) {
+    ++stats_.failures;
+    return {0.0, job.failure};
   }
-  const runtime::Timing timing = runtime::measure(
-      [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
-      [&] { device.synchronize(); }, timer_);
-  const double seconds = std::max(timing.median_seconds, kMinSeconds);
-
+  double median = 0.0;
+  int runs = 0;
+  std::istringstream(job.output) >> median >> runs;
+  stats_.runs += static_cast<std::size_t>(std::max(runs, 0));
+  const double seconds = std::max(median, kMinSeconds);
   write_seconds(cache_file(c, dims), seconds, target_.name() + " " + describe(c));
   ++stats_.measured;
-  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return seconds;
+  return {seconds, ""};
+}
+
+double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
+  const TimeResult r = try_time(c, dims);
+  if (!r.ok()) throw support::UserError("cannot time " + describe(c) + ": " + r.failure);
+  return r.seconds;
 }
 
 }  // namespace kiln::compiler

@@ -20,9 +20,11 @@
 namespace kiln::graph {
 
 // "" when every load of input k (read at any index a live node computes) lies in
-// [0, input_elements[k]) and every store in [0, output_elements), for all dims in `ranges`
-// (a dim not listed ranges over [1, +inf)); else the reason for the first access that could not
-// be proven, naming it (`load of in1`, `store`), its index Expr, the bound found and the extent.
+// [0, input_elements[k]) and every store in [0, output_elements), for all dims in `ranges`;
+// else the reason for the first access that could not be proven, naming it (`load of in1`,
+// `store`), its index Expr, the bound found and the extent. A dim not listed ranges over
+// [1, +inf): list a dim that may be 0 (a cache position) and the limits a model needs (pos and
+// seq within a KV cache's rows).
 // `input_elements` needs one Expr per input of the Body (an internal error otherwise).
 std::string prove_in_bounds(const Body& body, const std::vector<Expr>& input_elements,
                             const Expr& output_elements, const DimRanges& ranges = {});
