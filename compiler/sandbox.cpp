@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,14 @@ void write_all(int fd, const char* data, std::size_t size) {
 
 // The worker: runs jobs[first...] in order, one frame each, then exits.
 [[noreturn]] void serve(const std::vector<Job>& jobs, std::size_t first, int fd) {
+  // A crash must end the worker so that the parent sees the signal: handlers that the compiler (or
+  // a test framework) installed for these signals do not run here.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) {
+    ::signal(sig, SIG_DFL);
+  }
+  // A crashing candidate leaves no core file behind.
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
   // A fresh thread: its OpenMP team starts empty (see sandbox.hpp).
   std::thread runner([&] {
     for (std::size_t i = first; i < jobs.size(); ++i) {
