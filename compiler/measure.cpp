@@ -559,62 +559,87 @@ double Measurer::time_program(const std::string& program, const graph::DimValues
   return seconds;
 }
 
-Measurer::TimeResult Measurer::try_time(const Candidate& c, const graph::DimValues& dims) {
-  if (std::optional<double> seconds = cached(c, dims)) {
-    ++stats_.cache_hits;
-    return {*seconds, ""};
-  }
-  const auto start = std::chrono::steady_clock::now();
-  std::string error;
-  const runtime::Kernel* kernel = kernel_for(c, dims, error);
-  if (!error.empty()) return {0.0, "the target rejected it: " + error};
-  const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+Job Measurer::time_job(const Candidate& c, const runtime::Kernel* kernel,
+                       const graph::DimValues& dims) {
+  return [this, &c, kernel, &dims] {
+    const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+    std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
+    for (std::size_t i = 0; i < c.input_dtypes.size(); ++i) {
+      set_bytes += bytes_of(c.input_elements[i], c.input_dtypes[i]);
+    }
+    const std::size_t sets =
+        set_bytes >= kRotateBytes
+            ? 1
+            : std::min(kMaxInputSets,
+                       (kRotateBytes + set_bytes) / std::max<std::size_t>(set_bytes, 1));
+    runtime::Device& device = target_.device();
+    DeviceBuffers owned(device);
+    std::vector<std::vector<void*>> buffers(sets);
+    for (std::size_t s = 0; s < sets; ++s) {
+      const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
+      }
+      buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+    }
+    const runtime::Timing timing = runtime::measure(
+        [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
+        [&] { device.synchronize(); }, timer_);
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g %d", timing.median_seconds,
+                  timing.runs + timer_.warmup);
+    return std::string(text);
+  };
+}
 
-  std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
-  for (std::size_t i = 0; i < c.input_dtypes.size(); ++i) {
-    set_bytes += bytes_of(c.input_elements[i], c.input_dtypes[i]);
+std::vector<Measurer::TimeResult> Measurer::try_time_all(const std::vector<Candidate>& candidates,
+                                                         const graph::DimValues& dims) {
+  std::vector<TimeResult> results(candidates.size());
+  std::vector<Job> jobs;
+  std::vector<std::size_t> job_of;  // the candidate of each job
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (std::optional<double> seconds = cached(c, dims)) {
+      ++stats_.cache_hits;
+      results[i].seconds = *seconds;
+      continue;
+    }
+    std::string error;
+    const runtime::Kernel* kernel = kernel_for(c, dims, error);
+    if (!error.empty()) {
+      results[i].failure = "the target rejected it: " + error;
+      continue;
+    }
+    jobs.push_back(time_job(c, kernel, dims));
+    job_of.push_back(i);
   }
-  const std::size_t sets =
-      set_bytes >= kRotateBytes
-          ? 1
-          : std::min(kMaxInputSets, (kRotateBytes + set_bytes) / std::max<std::size_t>(set_bytes, 1));
-
-  // In a worker: the buffers, the runs and a crash all stay there; the time and the number of
+  if (jobs.empty()) return results;
+  // In workers: the buffers, the runs and a crash all stay there; each time and its number of
   // runs come back as text.
-  const JobResult job = run_sandboxed(
-      [&] {
-        runtime::Device& device = target_.device();
-        DeviceBuffers owned(device);
-        std::vector<std::vector<void*>> buffers(sets);
-        for (std::size_t s = 0; s < sets; ++s) {
-          const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
-          for (std::size_t i = 0; i < inputs.size(); ++i) {
-            buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
-          }
-          buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
-        }
-        const runtime::Timing timing = runtime::measure(
-            [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
-            [&] { device.synchronize(); }, timer_);
-        char text[64];
-        std::snprintf(text, sizeof text, "%.17g %d", timing.median_seconds,
-                      timing.runs + timer_.warmup);
-        return std::string(text);
-      },
-      sandbox_);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!job.ok()) {
-    ++stats_.failures;
-    return {0.0, job.failure};
+  for (std::size_t j = 0; j < done.size(); ++j) {
+    const Candidate& c = candidates[job_of[j]];
+    TimeResult& r = results[job_of[j]];
+    if (!done[j].ok()) {
+      ++stats_.failures;
+      r.failure = done[j].failure;
+      continue;
+    }
+    double median = 0.0;
+    int runs = 0;
+    std::istringstream(done[j].output) >> median >> runs;
+    stats_.runs += static_cast<std::size_t>(std::max(runs, 0));
+    r.seconds = std::max(median, kMinSeconds);
+    write_seconds(cache_file(c, dims), r.seconds, target_.name() + " " + describe(c));
+    ++stats_.measured;
   }
-  double median = 0.0;
-  int runs = 0;
-  std::istringstream(job.output) >> median >> runs;
-  stats_.runs += static_cast<std::size_t>(std::max(runs, 0));
-  const double seconds = std::max(median, kMinSeconds);
-  write_seconds(cache_file(c, dims), seconds, target_.name() + " " + describe(c));
-  ++stats_.measured;
-  return {seconds, ""};
+  return results;
+}
+
+Measurer::TimeResult Measurer::try_time(const Candidate& c, const graph::DimValues& dims) {
+  return try_time_all({c}, dims).front();
 }
 
 double Measurer::time(const Candidate& c, const graph::DimValues& dims) {

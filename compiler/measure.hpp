@@ -128,6 +128,7 @@ class Measurer {
   RunResult try_run(const Candidate& candidate, const std::vector<std::vector<double>>& inputs,
                     const graph::DimValues& dims);
   // Many runs in one worker (one fork for the batch; a crash or hang fails only its own run).
+  // Prefer it to a loop of try_run: a fork of a compiler holding much memory is slow.
   std::vector<RunResult> try_run_all(const std::vector<Candidate>& candidates,
                                      const std::vector<std::vector<std::vector<double>>>& inputs,
                                      const graph::DimValues& dims);
@@ -157,6 +158,10 @@ class Measurer {
     bool ok() const { return failure.empty(); }
   };
   TimeResult try_time(const Candidate& candidate, const graph::DimValues& dims);
+  // try_time of many candidates, the ones not cached timed one after another in one worker (one
+  // fork for the batch: forking a compiler that holds much memory is what sandboxing costs).
+  std::vector<TimeResult> try_time_all(const std::vector<Candidate>& candidates,
+                                       const graph::DimValues& dims);
   // try_time, with a failure as a UserError naming the candidate and the reason.
   double time(const Candidate& candidate, const graph::DimValues& dims);
   // The cached time, if any (counts as nothing in stats()): lets the compiler prepare only the
@@ -199,6 +204,9 @@ class Measurer {
   // A job that runs the candidate once on `inputs` and returns its output bytes.
   Job run_job(const Candidate& candidate, const runtime::Kernel* kernel,
               const std::vector<std::vector<double>>& inputs, const graph::DimValues& dims);
+  // A job that times the candidate on random inputs, returning "seconds runs".
+  Job time_job(const Candidate& candidate, const runtime::Kernel* kernel,
+               const graph::DimValues& dims);
   void launch(const Candidate& candidate, const runtime::Kernel* kernel,
               const std::vector<void*>& buffers, const graph::DimValues& dims);
   std::filesystem::path cache_file(const Candidate& candidate,

@@ -452,6 +452,13 @@ TEST_CASE("measure: a candidate that crashes, hangs or gives NaN is rejected, th
   CHECK(contains(timed.failure, "crashed"));
   CHECK_FALSE(measurer.cached(wild, dims).has_value());  // a failure is not a time
   CHECK(measurer.try_time(dot, dims).ok());
+  // A batch of timings: the crash fails alone, the next is timed and cached.
+  const Candidate gather = compiler::body_candidate(gather_body(), {15, 5}, dims);
+  const std::vector<Measurer::TimeResult> times = measurer.try_time_all({wild, gather}, dims);
+  CHECK(contains(times[0].failure, "crashed"));
+  CHECK(times[1].ok());
+  CHECK(times[1].seconds > 0.0);
+  CHECK(measurer.cached(gather, dims) == times[1].seconds);
 }
 
 TEST_CASE("measure: sandboxed runs work after OpenMP and OpenBLAS ran in this process",
