@@ -467,46 +467,48 @@ std::vector<std::string> Measurer::check_all(const std::vector<Candidate>& candi
                                              const graph::DimValues& dims,
                                              std::optional<graph::Tolerance> tolerance) {
   std::vector<std::string> verdicts(candidates.size());
-  std::vector<Candidate> runnable;
-  std::vector<std::vector<std::vector<double>>> inputs;
-  std::vector<std::vector<double>> wants;
-  std::vector<std::size_t> index;  // the candidate of each run
+  std::vector<Job> jobs;
+  std::vector<std::size_t> job_of;  // the candidate of each job
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
-    const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
-    std::vector<std::vector<double>> in = random_inputs(c, dims, k.low);
-    std::vector<double> want = initial_output(c, in);
-    // The reference semantics: the interpreter checks every position, so it runs here.
-    try {
-      if (const graph::Body* body = body_of(c)) {
-        std::vector<const std::vector<double>*> pointers;
-        for (const std::vector<double>& x : in) pointers.push_back(&x);
-        graph::interpret_body(*body, pointers, dims, want);
-      } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
-        targets::gemm_reference(call, dims, in.at(0), in.at(1), want);
-      } else {
-        verdicts[i] = describe(c) + ": no reference semantics for library op " + call.op;
-        continue;
-      }
-    } catch (const support::UserError& e) {
-      verdicts[i] = describe(c) + ": its reference semantics fail: " + e.what();
+    std::string error;
+    const runtime::Kernel* kernel = kernel_for(c, dims, error);
+    if (!error.empty()) {
+      verdicts[i] = describe(c) + " on target " + target_.name() + ": the target rejected it: " +
+                    error;
       continue;
     }
-    runnable.push_back(c);
-    inputs.push_back(std::move(in));
-    wants.push_back(std::move(want));
-    index.push_back(i);
+    const graph::Tolerance tol =
+        tolerance.value_or(graph::tolerance(c.output_dtype, reduction_length(c, dims)));
+    // In a worker, the reference semantics too: interpreting an unchecked Body may take forever.
+    jobs.push_back([this, &c, kernel, &dims, tol]() -> std::string {
+      const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+      const std::vector<std::vector<double>> in = random_inputs(c, dims, k.low);
+      std::vector<double> want = initial_output(c, in);
+      try {
+        if (const graph::Body* body = body_of(c)) {
+          std::vector<const std::vector<double>*> pointers;
+          for (const std::vector<double>& x : in) pointers.push_back(&x);
+          graph::interpret_body(*body, pointers, dims, want);
+        } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
+          targets::gemm_reference(call, dims, in.at(0), in.at(1), want);
+        } else {
+          return "no reference semantics for library op " + call.op;
+        }
+      } catch (const support::UserError& e) {
+        return std::string("its reference semantics fail: ") + e.what();
+      }
+      return graph::mismatch(from_bytes(run_job(c, kernel, in, dims)()), want, tol);
+    });
+    job_of.push_back(i);
   }
-  const std::vector<RunResult> got = try_run_all(runnable, inputs, dims);
-  for (std::size_t j = 0; j < got.size(); ++j) {
-    const Candidate& c = runnable[j];
-    const std::string why =
-        got[j].ok()
-            ? graph::mismatch(got[j].output, wants[j],
-                              tolerance.value_or(graph::tolerance(c.output_dtype,
-                                                                  reduction_length(c, dims))))
-            : got[j].failure;
-    if (!why.empty()) verdicts[index[j]] = describe(c) + " on target " + target_.name() + ": " + why;
+  const std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
+  for (std::size_t j = 0; j < done.size(); ++j) {
+    const Candidate& c = candidates[job_of[j]];
+    ++stats_.runs;
+    if (!done[j].ok()) ++stats_.failures;
+    const std::string& why = done[j].ok() ? done[j].output : done[j].failure;
+    if (!why.empty()) verdicts[job_of[j]] = describe(c) + " on target " + target_.name() + ": " + why;
   }
   return verdicts;
 }

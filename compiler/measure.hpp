@@ -138,8 +138,9 @@ class Measurer {
                           const graph::DimValues& dims);
 
   // Runs a candidate on random inputs (see above) and compares it with its reference semantics
-  // (graph::interpret_body, targets::gemm_reference; slow, so use small dims): "" when the
-  // output agrees by graph::mismatch (`tolerance` overrides graph::tolerance of the dtype and
+  // (graph::interpret_body, targets::gemm_reference; slow, so use small dims), both in a worker
+  // (interpreting an unchecked Body may not end either): "" when the output agrees by
+  // graph::mismatch (`tolerance` overrides graph::tolerance of the dtype and
   // reduction_length()), else a message naming the candidate and the first differing element,
   // or why it did not run (rejected by the target, crashed, hung, threw) or has no reference.
   std::string check(const Candidate& candidate, const graph::DimValues& dims,

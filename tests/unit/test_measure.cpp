@@ -446,8 +446,11 @@ TEST_CASE("measure: a candidate that crashes, hangs or gives NaN is rejected, th
   CHECK(runs[4].output == runs[1].output);
   CHECK(measurer.stats().failures == 2);
 
-  // run() and time() say why; check() of the endless kernel reports the hang.
+  // run() and time() say why; check() of the endless kernel reports the hang (its reference,
+  // interpreted in the worker too, would never finish either).
   CHECK(contains(user_error_of([&] { measurer.run(wild, {x}, dims); }), "crashed"));
+  CHECK(contains(measurer.check(endless, dims), "hung"));
+  CHECK(contains(measurer.check(wild, dims), "reference semantics fail"));
   const Measurer::TimeResult timed = measurer.try_time(wild, dims);
   CHECK(contains(timed.failure, "crashed"));
   CHECK_FALSE(measurer.cached(wild, dims).has_value());  // a failure is not a time
