@@ -11,7 +11,9 @@ namespace kiln::graph {
 namespace {
 
 // Ulps of slack per unit of sqrt(reduction length); see compare.hpp.
-constexpr double kUlps = 32.0;
+double ulps(DType dtype) {
+  return dtype == DType::F16 || dtype == DType::BF16 ? 8.0 : 32.0;
+}
 
 std::int64_t at_least_one(std::int64_t n) { return std::max<std::int64_t>(n, 1); }
 
@@ -35,7 +37,7 @@ double dtype_epsilon(DType dtype) {
 
 Tolerance tolerance(DType dtype, std::int64_t reduction_length) {
   const double growth = std::sqrt(static_cast<double>(at_least_one(reduction_length)));
-  const double bound = kUlps * dtype_epsilon(dtype) * growth;
+  const double bound = ulps(dtype) * dtype_epsilon(dtype) * growth;
   return {bound, bound};
 }
 

@@ -82,6 +82,10 @@ TEST_CASE("tolerance: from the dtype's epsilon, growing as the square root of th
   CHECK(many.absolute == one.absolute * 32);
   CHECK(tolerance(DType::F32, 0).relative == one.relative);  // no reduction is length 1
   CHECK(tolerance(DType::F16).relative > tolerance(DType::F32).relative);
+  // In bf16 an ulp is 0.8%: 8 of them pass; 20% (beyond 8 relative plus 8 absolute) does not.
+  CHECK(tolerance(DType::BF16).relative == 8 * std::ldexp(1.0, -7));
+  CHECK(graph::mismatch({1.0 + 8 * std::ldexp(1.0, -7)}, {1.0}, DType::BF16) == "");
+  CHECK(graph::mismatch({1.2}, {1.0}, DType::BF16) != "");
   // An error a long reduction may make is rejected for an elementwise result.
   const double error = 8 * one.relative;
   CHECK(graph::mismatch({1.0 + error}, {1.0}, DType::F32, 1) != "");
