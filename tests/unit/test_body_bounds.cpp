@@ -220,6 +220,17 @@ TEST_CASE("body bounds: wrong extents, strides, offsets, masks and rows are reje
   }
 }
 
+TEST_CASE("body bounds: what cannot be bounded is rejected, saying why") {
+  const Expr n = Expr::dim("n");
+  BodyBuilder b({DType::F32});
+  Expr o = b.output_loop(n);
+  // A modulus by a divisor that may be 0 (at n = 1).
+  const Body modulus = b.finish(b.load(0, mod(o, n - 1)), n, o);
+  CHECK(contains(prove_in_bounds(modulus, {n}), "cannot show that the divisor of `o0%(n - 1)`"));
+  // With the range given where the divisor is positive, the same Body is proven.
+  CHECK(prove_in_bounds(modulus, {n}, {{"n", Interval{2, 100}}}) == "");
+}
+
 TEST_CASE("body bounds: gemm calls are checked against their buffers") {
   const Expr m = Expr::dim("m"), n = Expr::dim("n"), k = Expr::dim("k");
   runtime::LibraryCall call{"gemm", DType::F32, {{"m", m}, {"n", n}, {"k", k}}};
