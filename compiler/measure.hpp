@@ -184,6 +184,9 @@ class Measurer {
   };
   const Stats& stats() const { return stats_; }
 
+  // How candidates are isolated: for other runs the compiler makes (a whole program).
+  const SandboxOptions& sandbox() const { return sandbox_; }
+
   // The folder holding this target's measurements.
   const std::filesystem::path& cache_dir() const { return dir_; }
   // The fingerprint used in keys: machine_fingerprint() and the constructor's string.
