@@ -473,15 +473,15 @@ TEST_CASE("measure: sandboxed runs work after OpenMP and OpenBLAS ran in this pr
   Expr j = b.output_loop(Expr(256));
   Body body = b.finish(b.unary(ScalarOp::Sqrt, b.load(0, i * 256 + j)), Expr::dim("n") * 256,
                        i * 256 + j);
-  const DimValues dims = {{"n", 512}, {"m", 512}};
+  const DimValues dims = {{"n", 8192}, {"m", 512}};  // >= 4096 rows: an OpenMP team
   runtime::Target& target = cpu_target();
   const runtime::Prepared prepared = target.prepare({body}).front();
   REQUIRE(prepared.kernel);
   runtime::LibraryCall gemm;
   gemm.op = "gemm";
   gemm.params = {{"m", Expr::dim("m")}, {"n", Expr(512)}, {"k", Expr(512)}};
-  std::vector<float> a(512 * 512, 0.5f), out(512 * 512, 0.0f), c(512 * 512, 0.0f);
-  target.device().launch(*prepared.kernel, {a.data(), out.data()}, {512});
+  std::vector<float> a(8192 * 256, 0.5f), out(8192 * 256, 0.0f), c(512 * 512, 0.0f);
+  target.device().launch(*prepared.kernel, {a.data(), out.data()}, {8192});
   target.device().call(gemm, {a.data(), a.data(), c.data()}, dims);
   target.device().synchronize();
   CHECK(out[7] == std::sqrt(0.5f));
@@ -489,15 +489,15 @@ TEST_CASE("measure: sandboxed runs work after OpenMP and OpenBLAS ran in this pr
 
   TempDir cache("threads");
   compiler::SandboxOptions sandbox;
-  sandbox.time_limit_seconds = 20.0;
+  sandbox.time_limit_seconds = 10.0;
   Measurer measurer(target, cache.path, "", {}, sandbox);
-  const Candidate sqrt_candidate = compiler::body_candidate(body, {512 * 256}, dims);
+  const Candidate sqrt_candidate = compiler::body_candidate(body, {8192 * 256}, dims);
   const Candidate gemm_candidate = compiler::gemm_candidate(gemm, dims);
   CHECK(measurer.check_all({sqrt_candidate, gemm_candidate}, dims) ==
         std::vector<std::string>{"", ""});
   CHECK(measurer.try_time(sqrt_candidate, dims).ok());
   // And this process still runs both.
-  target.device().launch(*prepared.kernel, {a.data(), out.data()}, {512});
+  target.device().launch(*prepared.kernel, {a.data(), out.data()}, {8192});
   target.device().call(gemm, {a.data(), a.data(), c.data()}, dims);
   CHECK(c[5] == 128.0f);
 }
