@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "graph/body_bounds.hpp"
 #include "graph/compare.hpp"
 #include "support/diagnostic.hpp"
 
@@ -20,9 +21,40 @@ void reject(CandidateInfo& c, std::string why, const RulesOf& rules_of, GroupRep
   }
 }
 
+namespace {
+
+graph::Expr numel(const std::vector<graph::Expr>& shape) {
+  graph::Expr n(1);
+  for (const graph::Expr& d : shape) n = n * d;
+  return n;
+}
+
+// "" when every access of the candidate is proven inside its buffers (graph/body_bounds) for
+// all dims, or else for every binding up to the dims of the compile (a model's own views may
+// need that: KV-cache reads of pos + seq rows are valid only while they fit the cache); else
+// why not.
+std::string prove_in_bounds(const CandidateInfo& c, ClassValues& values,
+                            const graph::DimValues& real_dims) {
+  std::vector<graph::Expr> ins;
+  for (engine::Value v : c.inputs) ins.push_back(numel(values.get(v)->shape));
+  const graph::Expr out = numel(values.get(c.output)->shape);
+  graph::DimRanges up_to_compile;
+  for (const auto& [dim, v] : real_dims) up_to_compile[dim] = graph::Interval{std::min<std::int64_t>(1, v), v};
+  if (const graph::Body* body = std::get_if<graph::Body>(&c.op)) {
+    const std::string why = graph::prove_in_bounds(*body, ins, out);
+    if (why.empty() || graph::prove_in_bounds(*body, ins, out, up_to_compile).empty()) return "";
+    return why;
+  }
+  // A library call reads strided operands whose symbolic extents often depend on positions
+  // (KV caches): size_candidate checks them against their buffers at the check and real dims.
+  return "";
+}
+
+}  // namespace
+
 void check_candidates(std::vector<CandidateInfo>& candidates, ClassValues& values,
-                      Measurer& measurer, const RulesOf& rules_of, GroupReport& report,
-                      bool verbose) {
+                      Measurer& measurer, const graph::DimValues& real_dims,
+                      const RulesOf& rules_of, GroupReport& report, bool verbose) {
   const graph::DimValues& dims = values.dims();
   // Size every candidate at the check dims; prepare the survivors in one batch.
   std::vector<Candidate> batch;
@@ -38,26 +70,39 @@ void check_candidates(std::vector<CandidateInfo>& candidates, ClassValues& value
       reject(c, s.why, rules_of, report, verbose);
       continue;
     }
+    if (std::string why = prove_in_bounds(c, values, real_dims); !why.empty()) {
+      reject(c, "not proven in bounds: " + why, rules_of, report, verbose);
+      continue;
+    }
     batch.push_back(std::move(*s.candidate));
     index.push_back(i);
   }
   const std::vector<std::string> errors = measurer.prepare(batch, dims);
+  // The survivors run in one worker process (compiler/sandbox): a crash or hang rejects only
+  // its candidate, and the batch pays for one fork.
+  std::vector<Candidate> runnable;
+  std::vector<std::vector<std::vector<double>>> inputs;
+  std::vector<std::size_t> runnable_index;
   for (std::size_t b = 0; b < batch.size(); ++b) {
     CandidateInfo& c = candidates[index[b]];
     if (!errors[b].empty()) {
       reject(c, "the target rejected it: " + errors[b], rules_of, report, verbose);
       continue;
     }
-    std::vector<std::vector<double>> inputs;
-    for (engine::Value in : c.inputs) inputs.push_back(values.get(in)->data);
+    std::vector<std::vector<double>> in;
+    for (engine::Value v : c.inputs) in.push_back(values.get(v)->data);
+    runnable.push_back(batch[b]);
+    inputs.push_back(std::move(in));
+    runnable_index.push_back(index[b]);
+  }
+  const std::vector<Measurer::RunResult> got = measurer.try_run_all(runnable, inputs, dims);
+  for (std::size_t r = 0; r < runnable.size(); ++r) {
+    CandidateInfo& c = candidates[runnable_index[r]];
     const ClassValue& want = *values.get(c.output);
-    std::string why;
-    try {
-      const std::vector<double> got = measurer.run(batch[b], inputs, dims);
-      why = graph::mismatch(got, want.data, want.dtype);
-    } catch (const std::exception& e) {
-      why = std::string("it failed to run: ") + e.what();
-    }
+    const std::string why =
+        got[r].ok() ? graph::mismatch(got[r].output, want.data, want.dtype,
+                                      reduction_length(runnable[r], dims))
+                    : "it failed to run: " + got[r].failure;
     ++report.checked;
     if (!why.empty()) reject(c, why + " (reference: " + want.term + ")", rules_of, report, verbose);
   }

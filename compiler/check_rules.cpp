@@ -33,7 +33,9 @@ std::string compare(const ClassValue& got, const ClassValue& want) {
     return "dtype " + std::string(graph::dtype_name(got.dtype)) + " vs " +
            std::string(graph::dtype_name(want.dtype));
   }
-  return graph::mismatch(got.data, want.data, want.dtype);
+  // One op at the check dims folds at most a few thousand elements (the dims are capped; the
+  // constant ones are model widths).
+  return graph::mismatch(got.data, want.data, want.dtype, 4096);
 }
 
 void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Measurer& measurer,
@@ -146,7 +148,8 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
       std::vector<std::vector<double>> in;
       for (Value v : c.inputs) in.push_back(values.get(v)->data);
       try {
-        why = graph::mismatch(measurer.run(batch[i], in, dims), want->data, want->dtype);
+        why = graph::mismatch(measurer.run(batch[i], in, dims), want->data, want->dtype,
+                              reduction_length(batch[i], dims));
       } catch (const std::exception& e) {
         why = std::string("it failed to run: ") + e.what();
       }

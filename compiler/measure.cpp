@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "graph/body_bounds.hpp"
 #include "graph/interpret.hpp"
 #include "runtime/native.hpp"
 #include "graph/compare.hpp"
@@ -164,6 +166,46 @@ Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims
   return c;
 }
 
+std::string library_call_in_bounds(const runtime::LibraryCall& call,
+                                   const std::vector<graph::Expr>& buffer_elements) {
+  using graph::Expr;
+  if (call.op != "gemm") return "no bounds are known for library op " + call.op;
+  if (buffer_elements.size() != 3) return "a gemm call takes 3 buffers (A, B, C)";
+  auto param = [&](const char* name, const Expr& fallback) {
+    auto it = call.params.find(name);
+    return it == call.params.end() ? fallback : it->second;
+  };
+  for (const char* required : {"m", "n", "k"}) {
+    if (!call.params.count(required)) return std::string("gemm: ") + required + " is required";
+  }
+  // The same defaults as targets::gemm_shape.
+  const Expr m = param("m", 0), n = param("n", 0), k = param("k", 0), batch = param("batch", 1);
+  const bool trans_a = param("trans_a", 0) != Expr(0), trans_b = param("trans_b", 0) != Expr(0);
+  const Expr lda = param("lda", trans_a ? m : k), ldb = param("ldb", trans_b ? k : n);
+  const Expr ldc = param("ldc", n);
+  // Each operand: batch x rows x columns, rows `ld` apart.
+  const graph::StridedAccess a{"gemm A", param("offset_a", 0),
+                               {{batch, param("stride_a", m * k)},
+                                {trans_a ? k : m, lda},
+                                {trans_a ? m : k, 1}}};
+  const graph::StridedAccess b{"gemm B", param("offset_b", 0),
+                               {{batch, param("stride_b", k * n)},
+                                {trans_b ? n : k, ldb},
+                                {trans_b ? k : n, 1}}};
+  const graph::StridedAccess c{"gemm C", 0, {{batch, param("stride_c", m * n)}, {m, ldc}, {n, 1}}};
+  std::string why = graph::prove_in_bounds(a, buffer_elements[0]);
+  if (why.empty()) why = graph::prove_in_bounds(b, buffer_elements[1]);
+  if (why.empty()) why = graph::prove_in_bounds(c, buffer_elements[2]);
+  return why;
+}
+
+std::int64_t reduction_length(const Candidate& c, const graph::DimValues& dims) {
+  if (const graph::Body* body = body_of(c)) return graph::reduction_length(*body, dims);
+  const runtime::LibraryCall& call = *call_of(c);
+  if (call.op == "gemm") return std::max<long long>(targets::gemm_shape(call, dims).k, 1);
+  return 1;
+}
+
 std::vector<std::vector<double>> random_inputs(const Candidate& c, const graph::DimValues& dims,
                                                std::uint64_t seed) {
   check_shape(c);
@@ -216,11 +258,12 @@ std::string machine_fingerprint() {
 }
 
 Measurer::Measurer(runtime::Target& target, fs::path cache_root, std::string fingerprint,
-                   runtime::TimerOptions timer)
+                   runtime::TimerOptions timer, SandboxOptions sandbox)
     : target_(target),
       dir_((cache_root.empty() ? support::default_cache_root() : cache_root) / "measure" / target.name()),
       fingerprint_(machine_fingerprint() + "|" + fingerprint),
-      timer_(timer) {
+      timer_(timer),
+      sandbox_(sandbox) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw support::UserError("cannot create the measurement cache " + dir_.string());
@@ -311,9 +354,10 @@ std::vector<std::string> Measurer::prepare(const std::vector<Candidate>& candida
   return errors;
 }
 
-const runtime::Kernel* Measurer::kernel_for(const Candidate& c, const graph::DimValues& dims) {
-  const std::string error = prepare({c}, dims).front();
-  if (!error.empty()) throw support::UserError("cannot run " + describe(c) + ": " + error);
+const runtime::Kernel* Measurer::kernel_for(const Candidate& c, const graph::DimValues& dims,
+                                            std::string& error) {
+  error = prepare({c}, dims).front();
+  if (!error.empty()) return nullptr;
   const graph::Body* body = body_of(c);
   return body ? kernels_.at(body_id(*body)).kernel.get() : nullptr;
 }
@@ -332,49 +376,146 @@ void Measurer::launch(const Candidate& c, const runtime::Kernel* kernel,
   } else {
     device.call(*call_of(c), buffers, dims);
   }
-  ++stats_.runs;
+}
+
+namespace {
+
+std::string to_bytes(const std::vector<double>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+}
+
+std::vector<double> from_bytes(const std::string& bytes) {
+  std::vector<double> values(bytes.size() / sizeof(double));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(double));
+  return values;
+}
+
+}  // namespace
+
+Job Measurer::run_job(const Candidate& c, const runtime::Kernel* kernel,
+                      const std::vector<std::vector<double>>& inputs,
+                      const graph::DimValues& dims) {
+  KILN_ASSERT(inputs.size() == c.input_dtypes.size(), "measure: wrong number of inputs");
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    KILN_ASSERT(static_cast<std::int64_t>(inputs[k].size()) == c.input_elements[k],
+                "measure: input " + std::to_string(k) + " has the wrong size");
+  }
+  // Runs in a worker: references stay valid there (the worker's copy of this process).
+  return [this, &c, kernel, &inputs, &dims] {
+    runtime::Device& device = target_.device();
+    DeviceBuffers owned(device);
+    std::vector<void*> buffers;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      buffers.push_back(owned.add(inputs[k], c.input_dtypes[k]));
+    }
+    buffers.push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+    launch(c, kernel, buffers, dims);
+    device.synchronize();
+    std::vector<std::byte> bytes(bytes_of(c.output_elements, c.output_dtype));
+    if (!bytes.empty()) device.download(bytes.data(), buffers.back(), bytes.size());
+    return to_bytes(runtime::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
+                                         c.output_dtype));
+  };
+}
+
+std::vector<Measurer::RunResult> Measurer::try_run_all(
+    const std::vector<Candidate>& candidates,
+    const std::vector<std::vector<std::vector<double>>>& inputs, const graph::DimValues& dims) {
+  KILN_ASSERT(inputs.size() == candidates.size(), "measure: one input set per candidate");
+  std::vector<RunResult> results(candidates.size());
+  std::vector<Job> jobs;
+  std::vector<std::size_t> job_of;  // the candidate of each job
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    std::string error;
+    const runtime::Kernel* kernel = kernel_for(candidates[i], dims, error);
+    if (!error.empty()) {
+      results[i].failure = "the target rejected it: " + error;
+      continue;
+    }
+    jobs.push_back(run_job(candidates[i], kernel, inputs[i], dims));
+    job_of.push_back(i);
+  }
+  std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
+  for (std::size_t j = 0; j < done.size(); ++j) {
+    RunResult& r = results[job_of[j]];
+    ++stats_.runs;
+    if (done[j].ok()) {
+      r.output = from_bytes(done[j].output);
+    } else {
+      r.failure = std::move(done[j].failure);
+      ++stats_.failures;
+    }
+  }
+  return results;
+}
+
+Measurer::RunResult Measurer::try_run(const Candidate& c,
+                                      const std::vector<std::vector<double>>& inputs,
+                                      const graph::DimValues& dims) {
+  return try_run_all({c}, {inputs}, dims).front();
 }
 
 std::vector<double> Measurer::run(const Candidate& c,
                                   const std::vector<std::vector<double>>& inputs,
                                   const graph::DimValues& dims) {
-  const runtime::Kernel* kernel = kernel_for(c, dims);
-  KILN_ASSERT(inputs.size() == c.input_dtypes.size(), "measure: wrong number of inputs");
-  runtime::Device& device = target_.device();
-  DeviceBuffers owned(device);
-  std::vector<void*> buffers;
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    KILN_ASSERT(static_cast<std::int64_t>(inputs[k].size()) == c.input_elements[k],
-                "measure: input " + std::to_string(k) + " has the wrong size");
-    buffers.push_back(owned.add(inputs[k], c.input_dtypes[k]));
+  RunResult r = try_run(c, inputs, dims);
+  if (!r.ok()) throw support::UserError("cannot run " + describe(c) + ": " + r.failure);
+  return std::move(r.output);
+}
+
+std::vector<std::string> Measurer::check_all(const std::vector<Candidate>& candidates,
+                                             const graph::DimValues& dims,
+                                             std::optional<graph::Tolerance> tolerance) {
+  std::vector<std::string> verdicts(candidates.size());
+  std::vector<Job> jobs;
+  std::vector<std::size_t> job_of;  // the candidate of each job
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    std::string error;
+    const runtime::Kernel* kernel = kernel_for(c, dims, error);
+    if (!error.empty()) {
+      verdicts[i] = describe(c) + " on target " + target_.name() + ": the target rejected it: " +
+                    error;
+      continue;
+    }
+    const graph::Tolerance tol =
+        tolerance.value_or(graph::tolerance(c.output_dtype, reduction_length(c, dims)));
+    // In a worker, the reference semantics too: interpreting an unchecked Body may take forever.
+    jobs.push_back([this, &c, kernel, &dims, tol]() -> std::string {
+      const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+      const std::vector<std::vector<double>> in = random_inputs(c, dims, k.low);
+      std::vector<double> want = initial_output(c, in);
+      try {
+        if (const graph::Body* body = body_of(c)) {
+          std::vector<const std::vector<double>*> pointers;
+          for (const std::vector<double>& x : in) pointers.push_back(&x);
+          graph::interpret_body(*body, pointers, dims, want);
+        } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
+          targets::gemm_reference(call, dims, in.at(0), in.at(1), want);
+        } else {
+          return "no reference semantics for library op " + call.op;
+        }
+      } catch (const support::UserError& e) {
+        return std::string("its reference semantics fail: ") + e.what();
+      }
+      return graph::mismatch(from_bytes(run_job(c, kernel, in, dims)()), want, tol);
+    });
+    job_of.push_back(i);
   }
-  buffers.push_back(owned.add(initial_output(c, inputs), c.output_dtype));
-  launch(c, kernel, buffers, dims);
-  device.synchronize();
-  std::vector<std::byte> bytes(bytes_of(c.output_elements, c.output_dtype));
-  if (!bytes.empty()) device.download(bytes.data(), buffers.back(), bytes.size());
-  return runtime::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
-                              c.output_dtype);
+  const std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
+  for (std::size_t j = 0; j < done.size(); ++j) {
+    const Candidate& c = candidates[job_of[j]];
+    ++stats_.runs;
+    if (!done[j].ok()) ++stats_.failures;
+    const std::string& why = done[j].ok() ? done[j].output : done[j].failure;
+    if (!why.empty()) verdicts[job_of[j]] = describe(c) + " on target " + target_.name() + ": " + why;
+  }
+  return verdicts;
 }
 
 std::string Measurer::check(const Candidate& c, const graph::DimValues& dims,
-                            std::optional<double> tolerance) {
-  const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
-  const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low);
-  std::vector<double> want = initial_output(c, inputs);
-  if (const graph::Body* body = body_of(c)) {
-    std::vector<const std::vector<double>*> pointers;
-    for (const std::vector<double>& in : inputs) pointers.push_back(&in);
-    graph::interpret_body(*body, pointers, dims, want);
-  } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
-    targets::gemm_reference(call, dims, inputs.at(0), inputs.at(1), want);
-  } else {
-    return "no reference semantics for library op " + call.op;
-  }
-  const std::vector<double> got = run(c, inputs, dims);
-  const std::string why = graph::mismatch(got, want, c.output_dtype, tolerance);
-  if (why.empty()) return "";
-  return describe(c) + " on target " + target_.name() + ": " + why;
+                            std::optional<graph::Tolerance> tolerance) {
+  return check_all({c}, dims, tolerance).front();
 }
 
 namespace {
@@ -420,43 +561,93 @@ double Measurer::time_program(const std::string& program, const graph::DimValues
   return seconds;
 }
 
-double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
-  if (std::optional<double> seconds = cached(c, dims)) {
-    ++stats_.cache_hits;
-    return *seconds;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  const runtime::Kernel* kernel = kernel_for(c, dims);
-  const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
-
-  std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
-  for (std::size_t i = 0; i < c.input_dtypes.size(); ++i) {
-    set_bytes += bytes_of(c.input_elements[i], c.input_dtypes[i]);
-  }
-  const std::size_t sets =
-      set_bytes >= kRotateBytes
-          ? 1
-          : std::min(kMaxInputSets, (kRotateBytes + set_bytes) / std::max<std::size_t>(set_bytes, 1));
-
-  runtime::Device& device = target_.device();
-  DeviceBuffers owned(device);
-  std::vector<std::vector<void*>> buffers(sets);
-  for (std::size_t s = 0; s < sets; ++s) {
-    const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
+Job Measurer::time_job(const Candidate& c, const runtime::Kernel* kernel,
+                       const graph::DimValues& dims) {
+  return [this, &c, kernel, &dims] {
+    const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
+    std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
+    for (std::size_t i = 0; i < c.input_dtypes.size(); ++i) {
+      set_bytes += bytes_of(c.input_elements[i], c.input_dtypes[i]);
     }
-    buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
-  }
-  const runtime::Timing timing = runtime::measure(
-      [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
-      [&] { device.synchronize(); }, timer_);
-  const double seconds = std::max(timing.median_seconds, kMinSeconds);
+    const std::size_t sets =
+        set_bytes >= kRotateBytes
+            ? 1
+            : std::min(kMaxInputSets,
+                       (kRotateBytes + set_bytes) / std::max<std::size_t>(set_bytes, 1));
+    runtime::Device& device = target_.device();
+    DeviceBuffers owned(device);
+    std::vector<std::vector<void*>> buffers(sets);
+    for (std::size_t s = 0; s < sets; ++s) {
+      const std::vector<std::vector<double>> inputs = random_inputs(c, dims, k.low + s);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        buffers[s].push_back(owned.add(inputs[i], c.input_dtypes[i]));
+      }
+      buffers[s].push_back(owned.add(initial_output(c, inputs), c.output_dtype));
+    }
+    const runtime::Timing timing = runtime::measure(
+        [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
+        [&] { device.synchronize(); }, timer_);
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g %d", timing.median_seconds,
+                  timing.runs + timer_.warmup);
+    return std::string(text);
+  };
+}
 
-  write_seconds(cache_file(c, dims), seconds, target_.name() + " " + describe(c));
-  ++stats_.measured;
+std::vector<Measurer::TimeResult> Measurer::try_time_all(const std::vector<Candidate>& candidates,
+                                                         const graph::DimValues& dims) {
+  std::vector<TimeResult> results(candidates.size());
+  std::vector<Job> jobs;
+  std::vector<std::size_t> job_of;  // the candidate of each job
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (std::optional<double> seconds = cached(c, dims)) {
+      ++stats_.cache_hits;
+      results[i].seconds = *seconds;
+      continue;
+    }
+    std::string error;
+    const runtime::Kernel* kernel = kernel_for(c, dims, error);
+    if (!error.empty()) {
+      results[i].failure = "the target rejected it: " + error;
+      continue;
+    }
+    jobs.push_back(time_job(c, kernel, dims));
+    job_of.push_back(i);
+  }
+  if (jobs.empty()) return results;
+  // In workers: the buffers, the runs and a crash all stay there; each time and its number of
+  // runs come back as text.
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return seconds;
+  for (std::size_t j = 0; j < done.size(); ++j) {
+    const Candidate& c = candidates[job_of[j]];
+    TimeResult& r = results[job_of[j]];
+    if (!done[j].ok()) {
+      ++stats_.failures;
+      r.failure = done[j].failure;
+      continue;
+    }
+    double median = 0.0;
+    int runs = 0;
+    std::istringstream(done[j].output) >> median >> runs;
+    stats_.runs += static_cast<std::size_t>(std::max(runs, 0));
+    r.seconds = std::max(median, kMinSeconds);
+    write_seconds(cache_file(c, dims), r.seconds, target_.name() + " " + describe(c));
+    ++stats_.measured;
+  }
+  return results;
+}
+
+Measurer::TimeResult Measurer::try_time(const Candidate& c, const graph::DimValues& dims) {
+  return try_time_all({c}, dims).front();
+}
+
+double Measurer::time(const Candidate& c, const graph::DimValues& dims) {
+  const TimeResult r = try_time(c, dims);
+  if (!r.ok()) throw support::UserError("cannot time " + describe(c) + ": " + r.failure);
+  return r.seconds;
 }
 
 }  // namespace kiln::compiler

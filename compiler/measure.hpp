@@ -27,6 +27,11 @@
 // When a candidate's buffers are small (under 32 MiB together), several input sets (up to 8)
 // are allocated and rotated between timed runs, so the timing is not that of a warm cache.
 //
+// Isolation (compiler/sandbox.hpp): every run of a candidate (run, check, time) happens in a
+// worker process, so a kernel that crashes, hangs or throws fails that call with the reason and
+// the compiler goes on; the compiler itself only prepares (compiles) kernels, never runs them.
+// SandboxOptions::in_process runs them here instead, for unit tests that need speed.
+//
 // A Measurer is not thread-safe; separate processes may share one cache directory.
 #pragma once
 
@@ -43,7 +48,9 @@
 #include <vector>
 
 #include "graph/body.hpp"
+#include "graph/compare.hpp"
 #include "graph/dtype.hpp"
+#include "compiler/sandbox.hpp"
 #include "graph/expr.hpp"
 #include "runtime/target.hpp"
 #include "runtime/timer.hpp"
@@ -68,6 +75,16 @@ Candidate body_candidate(graph::Body body, std::vector<std::int64_t> input_eleme
 // A "gemm" LibraryCall candidate: buffer sizes from its params at `dims` (A, B, then C).
 Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims);
 
+// "" when every element a "gemm" LibraryCall reads or writes lies inside its buffers (A, B, C
+// with `buffer_elements` elements, Exprs in the same dims) for all dims >= 1, else the reason
+// naming the operand (graph::prove_in_bounds); a call that is not a gemm is not known there.
+std::string library_call_in_bounds(const runtime::LibraryCall& call,
+                                   const std::vector<graph::Expr>& buffer_elements);
+
+// The reduction length behind each output element of a candidate at `dims` (a Body's nested
+// Reduce extents, a gemm's k): what graph::tolerance scales with.
+std::int64_t reduction_length(const Candidate& candidate, const graph::DimValues& dims);
+
 // Random inputs for a candidate (the rules above), one vector per input, reproducible from
 // `seed`: what time() and check() run on, and what a caller feeds its own reference.
 std::vector<std::vector<double>> random_inputs(const Candidate& candidate,
@@ -82,8 +99,10 @@ class Measurer {
   // `cache_root` empty: the default root (see above). `fingerprint` names what else a time
   // depends on that the Target interface does not say (compiler version and flags, GPU arch);
   // it is appended to machine_fingerprint() in every key.
+  // `sandbox`: how candidates are isolated (see above).
   explicit Measurer(runtime::Target& target, std::filesystem::path cache_root = {},
-                    std::string fingerprint = "", runtime::TimerOptions timer = {});
+                    std::string fingerprint = "", runtime::TimerOptions timer = {},
+                    SandboxOptions sandbox = {});
   ~Measurer();
   Measurer(const Measurer&) = delete;
   Measurer& operator=(const Measurer&) = delete;
@@ -94,23 +113,57 @@ class Measurer {
   std::vector<std::string> prepare(const std::vector<Candidate>& candidates,
                                    const graph::DimValues& dims);
 
+  // The output of one run of a candidate, or why there is none (the target rejected it, it
+  // crashed, hung or threw; see compiler/sandbox.hpp).
+  struct RunResult {
+    std::vector<double> output;
+    std::string failure;
+    bool ok() const { return failure.empty(); }
+  };
+
   // Runs a candidate once on `inputs` (one vector per input, input_elements long, converted to
-  // the native dtype) and returns its output as doubles. The output buffer starts as zeros, or
-  // as the aliased input's contents when the Body has output_aliases(). A candidate that was
-  // not prepared is prepared first; a rejected one is a UserError with the target's message.
+  // the native dtype), in a worker, and returns its output as doubles. The output buffer starts
+  // as zeros, or as the aliased input's contents when the Body has output_aliases(). A candidate
+  // that was not prepared is prepared first.
+  RunResult try_run(const Candidate& candidate, const std::vector<std::vector<double>>& inputs,
+                    const graph::DimValues& dims);
+  // Many runs in one worker (one fork for the batch; a crash or hang fails only its own run).
+  // Prefer it to a loop of try_run: a fork of a compiler holding much memory is slow.
+  std::vector<RunResult> try_run_all(const std::vector<Candidate>& candidates,
+                                     const std::vector<std::vector<std::vector<double>>>& inputs,
+                                     const graph::DimValues& dims);
+  // try_run, with a failure as a UserError naming the candidate and the reason.
   std::vector<double> run(const Candidate& candidate,
                           const std::vector<std::vector<double>>& inputs,
                           const graph::DimValues& dims);
 
   // Runs a candidate on random inputs (see above) and compares it with its reference semantics
-  // (graph::interpret_body, targets::gemm_reference; slow, so use small dims): "" when the
-  // output agrees by graph::mismatch (`tolerance` overrides the dtype's), else a message
-  // naming the candidate and the first differing element.
+  // (graph::interpret_body, targets::gemm_reference; slow, so use small dims), both in a worker
+  // (interpreting an unchecked Body may not end either): "" when the output agrees by
+  // graph::mismatch (`tolerance` overrides graph::tolerance of the dtype and
+  // reduction_length()), else a message naming the candidate and the first differing element,
+  // or why it did not run (rejected by the target, crashed, hung, threw) or has no reference.
   std::string check(const Candidate& candidate, const graph::DimValues& dims,
-                    std::optional<double> tolerance = std::nullopt);
+                    std::optional<graph::Tolerance> tolerance = std::nullopt);
+  // check() of many candidates, their runs in one worker.
+  std::vector<std::string> check_all(const std::vector<Candidate>& candidates,
+                                     const graph::DimValues& dims,
+                                     std::optional<graph::Tolerance> tolerance = std::nullopt);
 
   // The median time in seconds on random inputs (see above), read from the cache when present
-  // (then nothing is prepared or run), else measured with runtime::measure and stored.
+  // (then nothing is prepared or run), else measured with runtime::measure in a worker and
+  // stored; or why it could not be measured (nothing is stored then).
+  struct TimeResult {
+    double seconds = 0.0;
+    std::string failure;
+    bool ok() const { return failure.empty(); }
+  };
+  TimeResult try_time(const Candidate& candidate, const graph::DimValues& dims);
+  // try_time of many candidates, the ones not cached timed one after another in one worker (one
+  // fork for the batch: forking a compiler that holds much memory is what sandboxing costs).
+  std::vector<TimeResult> try_time_all(const std::vector<Candidate>& candidates,
+                                       const graph::DimValues& dims);
+  // try_time, with a failure as a UserError naming the candidate and the reason.
   double time(const Candidate& candidate, const graph::DimValues& dims);
   // The cached time, if any (counts as nothing in stats()): lets the compiler prepare only the
   // candidates that still need measuring.
@@ -126,9 +179,13 @@ class Measurer {
     std::size_t measured = 0;    // time() calls that ran the candidate
     std::size_t cache_hits = 0;  // time() calls answered from the cache
     std::size_t runs = 0;        // executions of candidates (warm-up, timed, run(), check())
+    std::size_t failures = 0;    // runs and timings that crashed, hung or threw in a worker
     double seconds = 0.0;        // wall time spent measuring (time() misses)
   };
   const Stats& stats() const { return stats_; }
+
+  // How candidates are isolated: for other runs the compiler makes (a whole program).
+  const SandboxOptions& sandbox() const { return sandbox_; }
 
   // The folder holding this target's measurements.
   const std::filesystem::path& cache_dir() const { return dir_; }
@@ -145,7 +202,15 @@ class Measurer {
   static std::string hex(const support::Hash128& key);
 
  private:
-  const runtime::Kernel* kernel_for(const Candidate& candidate, const graph::DimValues& dims);
+  // The prepared kernel (nullptr for a library call), or the target's reason in `error`.
+  const runtime::Kernel* kernel_for(const Candidate& candidate, const graph::DimValues& dims,
+                                    std::string& error);
+  // A job that runs the candidate once on `inputs` and returns its output bytes.
+  Job run_job(const Candidate& candidate, const runtime::Kernel* kernel,
+              const std::vector<std::vector<double>>& inputs, const graph::DimValues& dims);
+  // A job that times the candidate on random inputs, returning "seconds runs".
+  Job time_job(const Candidate& candidate, const runtime::Kernel* kernel,
+               const graph::DimValues& dims);
   void launch(const Candidate& candidate, const runtime::Kernel* kernel,
               const std::vector<void*>& buffers, const graph::DimValues& dims);
   std::filesystem::path cache_file(const Candidate& candidate,
@@ -155,6 +220,7 @@ class Measurer {
   std::filesystem::path dir_;
   std::string fingerprint_;
   runtime::TimerOptions timer_;
+  SandboxOptions sandbox_;
   // Prepared kernels (or the target's error) by Body key.
   std::map<std::pair<std::uint64_t, std::uint64_t>, runtime::Prepared> kernels_;
   Stats stats_;

@@ -42,6 +42,8 @@ void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& val
                         Measurer& measurer, const graph::DimValues& dims, std::size_t budget,
                         const RulesOf& rules_of, GroupReport& report, bool verbose) {
   const Measurer::Stats before = measurer.stats();
+  // Size everything; time the ones within the budget together, in one worker process.
+  std::vector<std::pair<CandidateInfo*, Candidate>> sized;
   for (CandidateInfo& c : candidates) {
     if (c.rejected) continue;
     Sized s = size_candidate(c, values, dims);
@@ -49,20 +51,33 @@ void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& val
       reject(c, "at the real dims: " + s.why, rules_of, report, verbose);
       continue;
     }
-    const Candidate& candidate = *s.candidate;
-    try {
-      if (budget > 0) {
-        const bool hit = measurer.cached(candidate, dims).has_value();
-        c.cost = measurer.time(candidate, dims);
-        c.measured = true;
-        if (!hit) --budget;
-      } else {
-        c.cost = bytes_of(candidate) / 10e9;  // roofline: 10 GB/s
-      }
-    } catch (const std::exception& e) {
-      reject(c, std::string("it failed at the real dims: ") + e.what(), rules_of, report, verbose);
+    sized.emplace_back(&c, std::move(*s.candidate));
+  }
+  std::vector<Candidate> timed;
+  std::vector<std::size_t> timed_index;
+  for (std::size_t i = 0; i < sized.size(); ++i) {
+    const Candidate& candidate = sized[i].second;
+    if (budget == 0) {
+      sized[i].first->cost = bytes_of(candidate) / 10e9;  // roofline: 10 GB/s
       continue;
     }
+    if (!measurer.cached(candidate, dims)) --budget;
+    timed.push_back(candidate);
+    timed_index.push_back(i);
+  }
+  const std::vector<Measurer::TimeResult> times = measurer.try_time_all(timed, dims);
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    CandidateInfo& c = *sized[timed_index[t]].first;
+    if (!times[t].ok()) {
+      reject(c, "it failed at the real dims: " + times[t].failure, rules_of, report, verbose);
+      continue;
+    }
+    c.cost = times[t].seconds;
+    c.measured = true;
+  }
+  for (auto& [info, candidate] : sized) {
+    CandidateInfo& c = *info;
+    if (c.rejected) continue;
     if (!std::isfinite(c.cost)) {
       reject(c, "its measured time is not finite", rules_of, report, verbose);
       continue;

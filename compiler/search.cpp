@@ -158,7 +158,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   }
 
   // check
-  check_candidates(candidates, values, measurer, rules_of, report, options.verbose);
+  check_candidates(candidates, values, measurer, options.dims, rules_of, report, options.verbose);
   report.check_seconds = since(start);
 
   // measure
@@ -176,7 +176,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     std::optional<GroupProgram> program = extract_program(extract, banned, &picked);
     ++report.extractions;
     if (!program) break;
-    const std::string why = verify_program(*program, chunk, target, reference);
+    const std::string why = verify_program(*program, chunk, target, reference,
+                                            measurer.sandbox());
     if (why.empty()) {
       chosen = std::move(program);
       break;
@@ -199,7 +200,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
 
   // The one-op program: the baseline, and the fallback; checked like any other.
   GroupProgram baseline = one_op_program(chunk);
-  const std::string baseline_why = verify_program(baseline, chunk, target, reference);
+  const std::string baseline_why = verify_program(baseline, chunk, target, reference,
+                                                    measurer.sandbox());
   if (!chosen && !baseline_why.empty()) {
     std::set<Value> covered;
     for (const CandidateInfo& c : candidates) {

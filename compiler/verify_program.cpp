@@ -1,6 +1,9 @@
 // The verify phase; see verify_program.hpp.
 #include "compiler/verify_program.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "compiler/lower_program.hpp"
 #include "graph/compare.hpp"
 #include "graph/random_inputs.hpp"
@@ -23,10 +26,9 @@ void feed(runtime::Executor& executor, const graph::Graph& g,
   }
 }
 
-}  // namespace
-
-std::string verify_program(const GroupProgram& program, const ChunkGraph& chunk,
-                           runtime::Target& target, const GroupReference& reference) {
+// verify_program in this process.
+std::string verify_here(const GroupProgram& program, const ChunkGraph& chunk,
+                        runtime::Target& target, const GroupReference& reference) {
   const graph::Graph& g = chunk.graph;
   try {
     runtime::Llir llir = standalone_llir(program, g);
@@ -36,7 +38,8 @@ std::string verify_program(const GroupProgram& program, const ChunkGraph& chunk,
     for (graph::NodeId id = 0; id < g.size(); ++id) {
       const graph::Node& n = g.node(id);
       if (n.op != graph::Op::Output) continue;
-      std::string why = graph::mismatch(got.at(n.name).data, reference.values[id], n.dtype);
+      std::string why = graph::mismatch(got.at(n.name).data, reference.values[id], n.dtype,
+                                        graph::reduction_length(g, id, reference.dims));
       if (!why.empty()) return "output " + n.name + ": " + why;
     }
   } catch (const std::exception& e) {
@@ -45,18 +48,38 @@ std::string verify_program(const GroupProgram& program, const ChunkGraph& chunk,
   return "";
 }
 
+}  // namespace
+
+std::string verify_program(const GroupProgram& program, const ChunkGraph& chunk,
+                           runtime::Target& target, const GroupReference& reference,
+                           const SandboxOptions& sandbox) {
+  const JobResult verdict = run_sandboxed(
+      [&] { return verify_here(program, chunk, target, reference); }, sandbox);
+  return verdict.ok() ? verdict.output : "it failed to run: " + verdict.failure;
+}
+
 double time_program(const GroupProgram& program, const ChunkGraph& chunk, runtime::Target& target,
                     Measurer& measurer, const graph::DimValues& dims, unsigned seed) {
   const graph::Graph& g = chunk.graph;
   runtime::Llir llir = standalone_llir(program, g);
   return measurer.time_program(runtime::to_text(llir, true), dims, [&] {
-    runtime::Executor executor(llir, target);
-    feed(executor, g, graph::random_inputs(g, dims, seed));
-    executor.run(dims, {});
-    // Weights and state stay on the device; caches are not fetched (see Executor::run).
-    return runtime::measure([&](int) { executor.run(dims, {}, nullptr, false); },
-                            [&] { target.device().synchronize(); })
-        .median_seconds;
+    const JobResult timed = run_sandboxed(
+        [&] {
+          runtime::Executor executor(llir, target);
+          feed(executor, g, graph::random_inputs(g, dims, seed));
+          executor.run(dims, {});
+          // Weights and state stay on the device; caches are not fetched (see Executor::run).
+          const double seconds =
+              runtime::measure([&](int) { executor.run(dims, {}, nullptr, false); },
+                               [&] { target.device().synchronize(); })
+                  .median_seconds;
+          char text[32];
+          std::snprintf(text, sizeof text, "%.17g", seconds);
+          return std::string(text);
+        },
+        measurer.sandbox());
+    if (!timed.ok()) throw support::UserError("timing a checked program failed: " + timed.failure);
+    return std::strtod(timed.output.c_str(), nullptr);
   });
 }
 

@@ -10,6 +10,7 @@
 #include "compiler/chunk_graph.hpp"
 #include "compiler/group_program.hpp"
 #include "compiler/measure.hpp"
+#include "compiler/sandbox.hpp"
 #include "graph/interpret.hpp"
 #include "runtime/target.hpp"
 
@@ -24,10 +25,13 @@ struct GroupReference {
 
 // "" when `program` reproduces every output of `reference`, else why not (a mismatch naming
 // the output, or the error that stopped the run: an in-place step the buffer plan refuses).
+// The program runs in a worker process (compiler/sandbox): a crash or hang is a failed check.
 std::string verify_program(const GroupProgram& program, const ChunkGraph& chunk,
-                           runtime::Target& target, const GroupReference& reference);
+                           runtime::Target& target, const GroupReference& reference,
+                           const SandboxOptions& sandbox = {});
 
-// The program's median time at `dims` on random inputs (cached by the program's text).
+// The program's median time at `dims` on random inputs (cached by the program's text), measured
+// in a worker process as the Measurer's candidates are; a failure there is a UserError.
 double time_program(const GroupProgram& program, const ChunkGraph& chunk, runtime::Target& target,
                     Measurer& measurer, const graph::DimValues& dims, unsigned seed);
 

@@ -145,7 +145,13 @@ bool check_outputs(const Graph& g, const graph::DimValues& dims, const ModelInpu
         max_abs = std::max(max_abs, std::fabs(got.data[i] - want.data[i]));
       }
     }
-    const std::string why = graph::mismatch(got.data, want.data, want.dtype);
+    std::int64_t reduced = 1;
+    for (graph::NodeId id = 0; id < g.size(); ++id) {
+      if (g.node(id).op == graph::Op::Output && g.node(id).name == name) {
+        reduced = graph::reduction_length(g, id, dims);
+      }
+    }
+    const std::string why = graph::mismatch(got.data, want.data, want.dtype, reduced);
     ok = ok && why.empty();
     std::printf("  %-24s %s  max |error| %.3e%s%s\n", name.c_str(),
                 why.empty() ? "ok      " : "MISMATCH", max_abs, why.empty() ? "" : ": ",

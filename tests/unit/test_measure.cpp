@@ -381,3 +381,123 @@ TEST_CASE("measure: prepare() reports rejected candidates and check() finds wron
   CHECK(contains(measurer.check(square, dims), "element 0 is"));
   CHECK(measurer.check(gemm, dims) == "");
 }
+
+namespace {
+
+// out[0] = in0[0], stored 2^36 elements past the end of its 4-element output: a kernel that
+// bypassed the static bounds check and writes into unmapped memory.
+Body wild_store_body() {
+  BodyBuilder b({DType::F32});
+  Expr o = b.output_loop(Expr(1));
+  return b.finish(b.load(0, Expr(0)), Expr(4), o + (std::int64_t{1} << 36));
+}
+
+// out[0] = the sum of in0[0] added 2^50 times: a kernel that does not finish.
+Body endless_body() {
+  BodyBuilder b({DType::F32});
+  Expr o = b.output_loop(Expr(1));
+  std::string r = b.reduce_var();
+  ScalarId total = b.reduce(b.sum_monoid(DType::F32), r, Expr(std::int64_t{1} << 50),
+                            {b.load(0, o)}, DType::F32);
+  return b.finish(total, Expr(1), o);
+}
+
+// out[o] = log2(in0[o] - 2): NaN for every input in [-1, 1].
+Body nan_body() {
+  BodyBuilder b({DType::F32});
+  Expr o = b.output_loop(Expr(4));
+  ScalarId shifted = b.binary(ScalarOp::Add, b.load(0, o), b.constant(-2.0, DType::F32));
+  return b.finish(b.unary(ScalarOp::Log2, shifted), Expr(4), o);
+}
+
+}  // namespace
+
+TEST_CASE("measure: a candidate that crashes, hangs or gives NaN is rejected, the next still runs",
+          "[measure]") {
+  TempDir cache("sandbox");
+  compiler::SandboxOptions sandbox;
+  sandbox.time_limit_seconds = 3.0;
+  Measurer measurer(cpu_target(), cache.path, "", {}, sandbox);
+  const DimValues dims = {{"n", 5}};
+  const Candidate wild = compiler::body_candidate(wild_store_body(), {4}, dims);
+  const Candidate endless = compiler::body_candidate(endless_body(), {1}, dims);
+  const Candidate nan = compiler::body_candidate(nan_body(), {4}, dims);
+  const Candidate dot = compiler::body_candidate(dot_body(), {20, 4}, dims);
+  std::mt19937 rng(3);
+  const std::vector<double> x = random_values(rng, 4, DType::F32);
+  const std::vector<double> dot_x = random_values(rng, 20, DType::F32);
+  const std::vector<double> dot_y = random_values(rng, 4, DType::F32);
+
+  const std::vector<Measurer::RunResult> runs = measurer.try_run_all(
+      {wild, dot, endless, nan, dot},
+      {{x}, {dot_x, dot_y}, {{x[0]}}, {x}, {dot_x, dot_y}}, dims);
+  REQUIRE(runs.size() == 5);
+  CHECK(contains(runs[0].failure, "crashed: signal 11"));
+  REQUIRE(runs[1].ok());
+  CHECK(graph::mismatch(runs[1].output, interpret(dot_body(), {dot_x, dot_y}, dims),
+                        DType::F32, 4) == "");
+  CHECK(contains(runs[2].failure, "hung: no result within 3 s"));
+  // The NaN candidate runs; where the reference (here log2(x + 2)) has none, it is rejected.
+  REQUIRE(runs[3].ok());
+  std::vector<double> want;
+  for (double v : x) want.push_back(graph::round_to_dtype(std::log2(v + 2.0), DType::F32));
+  CHECK(std::isnan(runs[3].output.at(0)));
+  CHECK(contains(graph::mismatch(runs[3].output, want, DType::F32), "element 0 is"));
+  CHECK(runs[4].output == runs[1].output);
+  CHECK(measurer.stats().failures == 2);
+
+  // run() and time() say why; check() of the endless kernel reports the hang (its reference,
+  // interpreted in the worker too, would never finish either).
+  CHECK(contains(user_error_of([&] { measurer.run(wild, {x}, dims); }), "crashed"));
+  CHECK(contains(measurer.check(endless, dims), "hung"));
+  CHECK(contains(measurer.check(wild, dims), "reference semantics fail"));
+  const Measurer::TimeResult timed = measurer.try_time(wild, dims);
+  CHECK(contains(timed.failure, "crashed"));
+  CHECK_FALSE(measurer.cached(wild, dims).has_value());  // a failure is not a time
+  CHECK(measurer.try_time(dot, dims).ok());
+  // A batch of timings: the crash fails alone, the next is timed and cached.
+  const Candidate gather = compiler::body_candidate(gather_body(), {15, 5}, dims);
+  const std::vector<Measurer::TimeResult> times = measurer.try_time_all({wild, gather}, dims);
+  CHECK(contains(times[0].failure, "crashed"));
+  CHECK(times[1].ok());
+  CHECK(times[1].seconds > 0.0);
+  CHECK(measurer.cached(gather, dims) == times[1].seconds);
+}
+
+TEST_CASE("measure: sandboxed runs work after OpenMP and OpenBLAS ran in this process",
+          "[measure]") {
+  // A parallel kernel and a threaded gemm, run here first (their thread pools start), then in
+  // workers: a worker whose OpenMP team still listed this process's threads would hang.
+  BodyBuilder b({DType::F32});
+  Expr i = b.output_loop(Expr::dim("n"));
+  Expr j = b.output_loop(Expr(256));
+  Body body = b.finish(b.unary(ScalarOp::Sqrt, b.load(0, i * 256 + j)), Expr::dim("n") * 256,
+                       i * 256 + j);
+  const DimValues dims = {{"n", 8192}, {"m", 512}};  // >= 4096 rows: an OpenMP team
+  runtime::Target& target = cpu_target();
+  const runtime::Prepared prepared = target.prepare({body}).front();
+  REQUIRE(prepared.kernel);
+  runtime::LibraryCall gemm;
+  gemm.op = "gemm";
+  gemm.params = {{"m", Expr::dim("m")}, {"n", Expr(512)}, {"k", Expr(512)}};
+  std::vector<float> a(8192 * 256, 0.5f), out(8192 * 256, 0.0f), c(512 * 512, 0.0f);
+  target.device().launch(*prepared.kernel, {a.data(), out.data()}, {8192});
+  target.device().call(gemm, {a.data(), a.data(), c.data()}, dims);
+  target.device().synchronize();
+  CHECK(out[7] == std::sqrt(0.5f));
+  CHECK(c[0] == 128.0f);
+
+  TempDir cache("threads");
+  compiler::SandboxOptions sandbox;
+  sandbox.time_limit_seconds = 10.0;
+  Measurer measurer(target, cache.path, "", {}, sandbox);
+  const Candidate sqrt_candidate = compiler::body_candidate(body, {8192 * 256}, dims);
+  const Candidate gemm_candidate = compiler::gemm_candidate(gemm, dims);
+  CHECK(measurer.check_all({sqrt_candidate, gemm_candidate}, dims) ==
+        std::vector<std::string>{"", ""});
+  CHECK(measurer.try_time(sqrt_candidate, dims).ok());
+  // And this process still runs both.
+  target.device().launch(*prepared.kernel, {a.data(), out.data()}, {8192});
+  target.device().call(gemm, {a.data(), a.data(), c.data()}, dims);
+  CHECK(c[5] == 128.0f);
+}
