@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 
 #include "engine/generic_join.hpp"
 #include "engine/query_primitives.hpp"
@@ -117,10 +118,31 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
   plan.primitive_binds_result.assign(q.primitives.size(), false);
   schedule_primitives(q, bound, done, plan.primitive_binds_result, plan.initial_primitives);
 
+  // A semi-naive variant starts from its delta atom (usually a few rows) or, if some atom
+  // has fewer rows still, from that one; a full search tries every start. Trying every start
+  // for every variant costs O(atoms^3) per plan, which dominates on 30-atom rules.
+  std::vector<std::size_t> starts;
+  auto delta = std::find(filters.begin(), filters.end(), RowFilter::New);
+  if (delta == filters.end()) {
+    for (std::size_t a = 0; a < q.atoms.size(); ++a) starts.push_back(a);
+  } else {
+    std::size_t smallest = 0;
+    double fewest = 0;
+    for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+      double rows = double(rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since));
+      if (a == 0 || rows < fewest) {
+        smallest = a;
+        fewest = rows;
+      }
+    }
+    starts.push_back(static_cast<std::size_t>(delta - filters.begin()));
+    if (smallest != starts[0]) starts.push_back(smallest);
+    std::sort(starts.begin(), starts.end());
+  }
   Order best_order;
-  for (std::size_t first = 0; first < q.atoms.size(); ++first) {
-    Order order = greedy_order(egraph, q, filters, since, bound, done, first);
-    if (first == 0 || order.cost <= best_order.cost) best_order = std::move(order);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    Order order = greedy_order(egraph, q, filters, since, bound, done, starts[k]);
+    if (k == 0 || order.cost <= best_order.cost) best_order = std::move(order);
   }
 
   for (std::size_t best : best_order.atoms) {
@@ -153,7 +175,7 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
 class Executor {
  public:
   Executor(EGraph& egraph, const Query& query, const Plan& plan, SearchWindow window,
-           const MatchSink& sink)
+           const std::vector<RowId>& splits, const MatchSink& sink)
       : egraph_(egraph), query_(query), plan_(plan), window_(window), sink_(sink),
         vars_(query.num_vars(), 0) {
     for (const Step& step : plan.steps) {
@@ -163,7 +185,7 @@ class Executor {
       bool unique = t.num_keys() > 0 && (step.mask & t.key_mask()) == t.key_mask();
       unique_.push_back(unique);
       indexes_.push_back(step.mask && !unique ? &t.index(step.mask) : nullptr);
-      splits_.push_back(t.first_row_at_or_after(window.since));
+      splits_.push_back(splits[step.atom]);
     }
   }
 
@@ -250,20 +272,52 @@ Query with_canonical_constants(EGraph& egraph, const Query& query) {
   return q;
 }
 
+bool has_eq_constants(const Query& query) {
+  auto eq = [](const QueryTerm& t) { return !t.is_var && t.eq_sort; };
+  for (const QueryAtom& atom : query.atoms) {
+    if (std::any_of(atom.columns.begin(), atom.columns.end(), eq)) return true;
+  }
+  for (const QueryPrimitive& prim : query.primitives) {
+    if (std::any_of(prim.args.begin(), prim.args.end(), eq) || eq(prim.result)) return true;
+  }
+  return false;
+}
+
+// Rows of each atom's table in one semi-naive variant's filter, from the split points.
+std::vector<double> filter_rows(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                                const std::vector<RowId>& splits) {
+  std::vector<double> rows(q.atoms.size());
+  for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+    const Table& t = egraph.table(q.atoms[a].function);
+    switch (filters[a]) {
+      case RowFilter::New: rows[a] = double(t.end() - splits[a]); break;
+      case RowFilter::Old: rows[a] = double(splits[a]); break;
+      case RowFilter::Any: rows[a] = double(t.size()); break;
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
-// Plans per semi-naive variant (slot n: the full search), each with the row counts it was
-// planned for. A plan is reused until one of its atoms' row counts moves by more than 2x.
+// What a query's searches reuse: its shape (cyclic or not, any e-class constants), computed
+// once, and per semi-naive variant (slot n: the full search) a join plan with the row counts
+// it was planned for. A plan is reused until one of its atoms' row counts moves by more than 2x.
 class PlanCache {
  public:
-  const Plan& get(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
-                  Timestamp since, std::size_t variant) {
-    if (entries_.size() <= variant) entries_.resize(variant + 1);
-    Entry& e = entries_[variant];
-    std::vector<double> rows;
-    for (std::size_t a = 0; a < q.atoms.size(); ++a) {
-      rows.push_back(double(rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since)));
-    }
+  void learn(const Query& q) {
+    if (known_) return;
+    known_ = true;
+    cyclic_ = has_cyclic_atoms(q);
+    eq_constants_ = has_eq_constants(q);
+  }
+  bool cyclic() const { return cyclic_; }
+  bool eq_constants() const { return eq_constants_; }
+
+  const Plan& nested_loop(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                          Timestamp since, const std::vector<RowId>& splits, std::size_t variant) {
+    Entry& e = entry(variant);
+    std::vector<double> rows = filter_rows(egraph, q, filters, splits);
     if (!e.plan || !similar(rows, e.rows)) {
       e.plan = make_plan(egraph, q, filters, since);
       e.rows = std::move(rows);
@@ -271,50 +325,91 @@ class PlanCache {
     return *e.plan;
   }
 
+  GenericJoinPlan& generic(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                           Timestamp since, const std::vector<RowId>& splits, std::size_t variant) {
+    Entry& e = entry(variant);
+    std::vector<double> rows = filter_rows(egraph, q, filters, splits);
+    if (!e.generic || !similar(rows, e.rows)) {
+      e.generic = plan_generic_join(egraph, q, filters, since);
+      e.rows = std::move(rows);
+    }
+    return *e.generic;
+  }
+
  private:
   struct Entry {
     std::optional<Plan> plan;
+    std::shared_ptr<GenericJoinPlan> generic;
     std::vector<double> rows;
   };
+  Entry& entry(std::size_t variant) {
+    if (entries_.size() <= variant) entries_.resize(variant + 1);
+    return entries_[variant];
+  }
+  // Counts this small all get the same plans, so a delta that moves between 1 and 20 rows
+  // from one iteration to the next does not replan.
+  static constexpr double kSmallRows = 32;
   static bool similar(const std::vector<double>& a, const std::vector<double>& b) {
     for (std::size_t i = 0; i < a.size(); ++i) {
-      double ratio = (a[i] + 1) / (b[i] + 1);
+      double ratio = (a[i] + kSmallRows) / (b[i] + kSmallRows);
       if (ratio > 2 || ratio < 0.5) return false;
     }
     return true;
   }
+  bool known_ = false;
+  bool cyclic_ = false;
+  bool eq_constants_ = false;
   std::vector<Entry> entries_;
 };
 
 std::shared_ptr<PlanCache> make_plan_cache() { return std::make_shared<PlanCache>(); }
 
+namespace {
+
+bool run_variant(EGraph& egraph, const Query& query, PlanCache& plans,
+                 const std::vector<RowFilter>& filters, SearchWindow window,
+                 const std::vector<RowId>& splits, std::size_t variant, const MatchSink& sink) {
+  // Cyclic queries (triangles) run as a generic join, which is worst-case optimal on them.
+  if (plans.cyclic()) {
+    GenericJoinPlan& plan = plans.generic(egraph, query, filters, window.since, splits, variant);
+    return run_generic_join(egraph, query, plan, filters, window, splits, sink);
+  }
+  const Plan& plan = plans.nested_loop(egraph, query, filters, window.since, splits, variant);
+  return Executor(egraph, query, plan, window, splits, sink).run();
+}
+
+}  // namespace
+
 bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink,
             PlanCache* cache) {
-  Query query = with_canonical_constants(egraph, query_in);
-  std::size_t n = query.atoms.size();
   PlanCache local;
   PlanCache& plans = cache ? *cache : local;
-  // Cyclic queries (triangles) run as a generic join, which is worst-case optimal on them.
-  bool cyclic = has_cyclic_atoms(query);
+  plans.learn(query_in);
+  std::optional<Query> canonical;
+  if (plans.eq_constants()) canonical = with_canonical_constants(egraph, query_in);
+  const Query& query = canonical ? *canonical : query_in;
+  std::size_t n = query.atoms.size();
   if (window.since == 0 || n == 0) {
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
-    if (cyclic) return generic_join(egraph, query, filters, window, sink);
-    const Plan& plan = plans.get(egraph, query, filters, 0, n);
-    return Executor(egraph, query, plan, window, sink).run();
+    std::vector<RowId> splits(n, 0);
+    return run_variant(egraph, query, plans, filters, window, splits, n, sink);
   }
+  std::vector<RowId> splits(n);
+  bool any_new = false;
   for (std::size_t i = 0; i < n; ++i) {
     const Table& t = egraph.table(query.atoms[i].function);
-    if (t.first_row_at_or_after(window.since) == t.end()) continue;  // nothing new here
-    std::vector<RowFilter> filters(n, RowFilter::Any);
-    for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
+    splits[i] = t.first_row_at_or_after(window.since);
+    any_new = any_new || splits[i] != t.end();
+  }
+  if (!any_new) return true;
+  std::vector<RowFilter> filters(n, RowFilter::Any);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Table& t = egraph.table(query.atoms[i].function);
+    if (splits[i] == t.end()) continue;  // nothing new here
+    for (std::size_t j = 0; j < n; ++j) filters[j] = j < i ? RowFilter::Old : RowFilter::Any;
     filters[i] = RowFilter::New;
-    if (cyclic) {
-      if (!generic_join(egraph, query, filters, window, sink)) return false;
-      continue;
-    }
-    const Plan& plan = plans.get(egraph, query, filters, window.since, i);
-    if (!Executor(egraph, query, plan, window, sink).run()) return false;
+    if (!run_variant(egraph, query, plans, filters, window, splits, i, sink)) return false;
   }
   return true;
 }

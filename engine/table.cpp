@@ -63,7 +63,7 @@ void Table::kill(RowId r) {
   }
 }
 
-RowId Table::first_row_at_or_after(Timestamp ts) const {
+RowId Table::find_first_row_at_or_after(Timestamp ts) const {
   auto it = std::lower_bound(timestamps_.begin(), timestamps_.end(), ts);
   return static_cast<RowId>(it - timestamps_.begin());
 }
@@ -100,6 +100,7 @@ void Table::compact_if_sparse() {
     ++out;
   }
   cells_.resize(out * w);
+  split_memo_ = SplitMemo{};
   timestamps_.resize(out);
   flags_.resize(out);
   origins_.resize(out);

@@ -79,8 +79,14 @@ class Table {
     return true;
   }
 
-  // First row whose timestamp is >= ts (rows are in timestamp order).
-  RowId first_row_at_or_after(Timestamp ts) const;
+  // First row whose timestamp is >= ts (rows are in timestamp order). Remembers the last
+  // answer: every rule searched in one iteration asks each of its tables the same question.
+  RowId first_row_at_or_after(Timestamp ts) const {
+    if (ts == split_memo_.ts && end() == split_memo_.end) return split_memo_.row;
+    RowId r = find_first_row_at_or_after(ts);
+    split_memo_ = {ts, end(), r};
+    return r;
+  }
 
   // The index on `mask`, up to date: built on first use, then brought up to date here with the
   // rows appended since (in one batch), while kill() unlinks rows at once.
@@ -95,6 +101,7 @@ class Table {
 
   std::uint64_t key_hash(const Value* keys) const;
   void rebuild_indexes();
+  RowId find_first_row_at_or_after(Timestamp ts) const;
 
   std::uint32_t num_keys_;
   std::vector<std::uint32_t> key_columns_;
@@ -106,6 +113,14 @@ class Table {
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;
   std::map<ColumnMask, ColumnIndex*> index_by_mask_;
+  // The last first_row_at_or_after question and answer, valid while end() is unchanged (rows
+  // are only appended or, in compaction, dropped; both change end() or the answer's ts range).
+  struct SplitMemo {
+    Timestamp ts = 0;
+    RowId end = kNoRow;
+    RowId row = 0;
+  };
+  mutable SplitMemo split_memo_;
 };
 
 }  // namespace kiln::engine
