@@ -50,7 +50,10 @@ class Table {
   OriginId origin(RowId r) const { return origins_[r]; }
 
   // The live row with these keys, or kNoRow.
-  RowId find(const Value* keys) const;
+  RowId find(const Value* keys) const { return find(keys, key_hash(keys)); }
+  // The same with the keys' hash known (key_hash), so a find-then-append hashes once.
+  RowId find(const Value* keys, std::uint64_t hash) const;
+  std::uint64_t key_hash(const Value* keys) const;
   // Memory hints for a find() of these keys soon: first the index slot, later the row.
   void prefetch_slot(const Value* keys) const { primary_.prefetch_slot(key_hash(keys)); }
   void prefetch_row(const Value* keys) const {
@@ -58,7 +61,11 @@ class Table {
     if (r < end()) __builtin_prefetch(row(r));
   }
   RowId append(const Value* keys, Value output, Timestamp ts, bool subsumed,
-               OriginId origin = kNoOrigin);
+               OriginId origin = kNoOrigin) {
+    return append(keys, key_hash(keys), output, ts, subsumed, origin);
+  }
+  RowId append(const Value* keys, std::uint64_t hash, Value output, Timestamp ts, bool subsumed,
+               OriginId origin);
   void kill(RowId r);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
 
@@ -99,7 +106,6 @@ class Table {
   static constexpr std::uint8_t kDead = 1;
   static constexpr std::uint8_t kSubsumed = 2;
 
-  std::uint64_t key_hash(const Value* keys) const;
   void rebuild_indexes();
   RowId find_first_row_at_or_after(Timestamp ts) const;
 
