@@ -27,6 +27,7 @@ struct Plan {
   std::vector<std::uint32_t> initial_primitives;  // evaluable before any atom
   std::vector<bool> primitive_binds_result;
   std::vector<Step> steps;
+  double cost = 0;  // estimated partial matches visited
 };
 
 
@@ -140,6 +141,7 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
     if (k == 0 || order.cost <= best_order.cost) best_order = std::move(order);
   }
 
+  plan.cost = best_order.cost;
   for (std::size_t best : best_order.atoms) {
     const QueryAtom& atom = q.atoms[best];
     Step step;
@@ -320,16 +322,27 @@ class PlanCache {
     return *e.plan;
   }
 
-  GenericJoinPlan& generic(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+  // For a cyclic query: the generic-join plan, or none when the nested-loop plan is expected
+  // to visit few more partial matches than the atoms hold rows. The generic join only pays
+  // where a join of two atoms has many pairs that a third rejects (large fan-outs); on
+  // e-graph cycles such as `(Add (Mul a b) (Mul a c))` fan-outs are ~1 and its per-value
+  // bookkeeping costs more than the nested loop's rejected rows.
+  GenericJoinPlan* generic(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
                            Timestamp since, const std::vector<RowId>& splits, std::size_t variant) {
     Entry& e = entry(variant);
     std::vector<double> rows = filter_rows(egraph, q, filters, splits);
-    if (!e.generic || !similar(rows, e.rows)) {
-      e.generic = plan_generic_join(egraph, q, filters, since);
+    if (!e.plan || !similar(rows, e.rows)) {
+      e.plan = make_plan(egraph, q, filters, since);
+      double input = 0;
+      for (double r : rows) input += r;
+      e.generic = e.plan->cost > kGenericJoinAbove * (input + 1)
+                      ? plan_generic_join(egraph, q, filters, since)
+                      : nullptr;
       e.rows = std::move(rows);
     }
-    return *e.generic;
+    return e.generic.get();
   }
+  const Plan& current(std::size_t variant) { return *entry(variant).plan; }
 
  private:
   struct Entry {
@@ -344,6 +357,7 @@ class PlanCache {
   // Counts this small all get the same plans, so a delta that moves between 1 and 20 rows
   // from one iteration to the next does not replan.
   static constexpr double kSmallRows = 32;
+  static constexpr double kGenericJoinAbove = 32;
   static bool similar(const std::vector<double>& a, const std::vector<double>& b) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       double ratio = (a[i] + kSmallRows) / (b[i] + kSmallRows);
@@ -366,8 +380,9 @@ bool run_variant(EGraph& egraph, const Query& query, PlanCache& plans,
                  const std::vector<RowId>& splits, std::size_t variant, const MatchSink& sink) {
   // Cyclic queries (triangles) run as a generic join, which is worst-case optimal on them.
   if (plans.cyclic()) {
-    GenericJoinPlan& plan = plans.generic(egraph, query, filters, window.since, splits, variant);
-    return run_generic_join(egraph, query, plan, filters, window, splits, sink);
+    GenericJoinPlan* plan = plans.generic(egraph, query, filters, window.since, splits, variant);
+    if (plan) return run_generic_join(egraph, query, *plan, filters, window, splits, sink);
+    return Executor(egraph, query, plans.current(variant), window, splits, sink).run();
   }
   const Plan& plan = plans.nested_loop(egraph, query, filters, window.since, splits, variant);
   return Executor(egraph, query, plan, window, splits, sink).run();
