@@ -72,9 +72,33 @@ struct Order {
   double cost = 0;
 };
 
+// Primitive checks (guards such as `(>= ?m 4)`, or a computed value compared with a bound one)
+// that joining `atom` next makes evaluable. Each is assumed to keep this share of the rows,
+// so the planner binds a guard's inputs early and a chain that a guard rejects stops there
+// instead of being walked to its end first.
+constexpr double kCheckSelectivity = 0.5;
+
+int checks_enabled(const Query& q, const QueryAtom& atom, const std::vector<bool>& bound,
+                   const std::vector<bool>& done) {
+  auto bound_after = [&](const QueryTerm& t) {
+    if (term_bound(t, bound)) return true;
+    return std::any_of(atom.columns.begin(), atom.columns.end(),
+                       [&](const QueryTerm& c) { return c.is_var && c.var == t.var; });
+  };
+  int checks = 0;
+  for (std::size_t p = 0; p < q.primitives.size(); ++p) {
+    if (done[p]) continue;
+    const QueryPrimitive& prim = q.primitives[p];
+    if (std::all_of(prim.args.begin(), prim.args.end(), bound_after) && bound_after(prim.result)) {
+      ++checks;
+    }
+  }
+  return checks;
+}
+
 // Starting from `first`, repeatedly takes the atom joined on a bound column with the smallest
-// estimated fan-out (cross products last; ties go to the later atom, which reproduces egglog's
-// row order).
+// estimated fan-out, discounted for the checks it enables (cross products last; ties go to the
+// later atom, which reproduces egglog's row order).
 Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
                    Timestamp since, std::vector<bool> bound, std::vector<bool> done,
                    std::size_t first) {
@@ -91,6 +115,7 @@ Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>&
       if (used[a] || (n == 0 && a != first)) continue;
       ColumnMask mask = bound_mask(q.atoms[a], bound);
       double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since);
+      fanout *= std::pow(kCheckSelectivity, checks_enabled(q, q.atoms[a], bound, done));
       bool connected = mask != 0;
       if (best == q.atoms.size() || (connected && !best_connected) ||
           (connected == best_connected && fanout <= best_fanout)) {
