@@ -53,21 +53,29 @@ bool EGraph::unite(Value a, Value b) {
   return true;
 }
 
-RowId EGraph::find_row(const FunctionEntry& f, const Value* keys_in, Value* keys) {
+RowId EGraph::find_row(const FunctionEntry& f, const Value* keys_in, Value* keys,
+                       std::uint64_t* hash) {
   std::size_t n = f.decl.inputs.size();
   for (std::size_t i = 0; i < n; ++i) {
     keys[i] = f.eq_columns[i] ? union_find_.find(keys_in[i]) : keys_in[i];
   }
-  return f.table.find(keys);
+  std::uint64_t h = f.table.key_hash(keys);
+  if (hash) *hash = h;
+  return f.table.find(keys, h);
 }
 
 Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  RowId r = find_row(f, keys_in, keys);
+  std::size_t n = f.decl.inputs.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = f.eq_columns[i] ? union_find_.find(keys_in[i]) : keys_in[i];
+  }
+  std::uint64_t hash = f.table.key_hash(keys);
+  RowId r = f.table.find(keys, hash);
   if (r != kNoRow) return canonical(f.decl.output, f.table.output(r));
   Value fresh = make_class();
-  f.table.append(keys, fresh, now_, false, current_origin_);
+  f.table.append(keys, hash, fresh, now_, false, current_origin_);
   ++version_;
   return fresh;
 }
@@ -80,10 +88,10 @@ std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
   return canonical(f.decl.output, f.table.output(r));
 }
 
-void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed,
-                       OriginId origin) {
+void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, std::uint64_t hash,
+                       Value output, bool subsumed, OriginId origin) {
   if (r == kNoRow) {
-    f.table.append(keys, output, now_, subsumed, origin);
+    f.table.append(keys, hash, output, now_, subsumed, origin);
     ++version_;
     return;
   }
@@ -107,7 +115,7 @@ void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value outpu
       bool was_subsumed = f.table.subsumed(r);
       OriginId was_origin = f.table.origin(r);
       f.table.kill(r);
-      f.table.append(keys, merged, now_, was_subsumed, was_origin);
+      f.table.append(keys, hash, merged, now_, was_subsumed, was_origin);
       ++version_;
       return;
     }
@@ -117,8 +125,9 @@ void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, Value outpu
 void EGraph::set(FunctionId id, const Value* keys_in, Value output) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  RowId r = find_row(f, keys_in, keys);
-  write_row(f, r, keys, canonical(f.decl.output, output), false, current_origin_);
+  std::uint64_t hash = 0;
+  RowId r = find_row(f, keys_in, keys, &hash);
+  write_row(f, r, keys, hash, canonical(f.decl.output, output), false, current_origin_);
 }
 
 bool EGraph::remove(FunctionId id, const Value* keys_in) {
@@ -186,7 +195,9 @@ bool EGraph::rebuild_pass() {
         if (f.eq_columns[c]) row[c] = union_find_.find(row[c]);
       }
       try {
-        write_row(f, f.table.find(row), row, canonical(f.decl.output, row[width - 1]), row[width] != 0,
+        std::uint64_t hash = f.table.key_hash(row);
+        write_row(f, f.table.find(row, hash), row, hash, canonical(f.decl.output, row[width - 1]),
+                  row[width] != 0,
                   static_cast<OriginId>(row[width + 1]));
       } catch (...) {
         if (!failure) failure = std::current_exception();

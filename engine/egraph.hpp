@@ -101,10 +101,12 @@ class EGraph {
   };
 
   // Canonicalizes keys_in into keys and returns the live row holding them (or kNoRow).
-  RowId find_row(const FunctionEntry& f, const Value* keys_in, Value* keys);
+  RowId find_row(const FunctionEntry& f, const Value* keys_in, Value* keys,
+                 std::uint64_t* hash = nullptr);
   // Inserts a canonical row created by `origin`, or merges it into row r that holds the same
   // keys (kNoRow: none). Used by set() and rebuild().
-  void write_row(FunctionEntry& f, RowId r, const Value* keys, Value output, bool subsumed,
+  void write_row(FunctionEntry& f, RowId r, const Value* keys, std::uint64_t hash, Value output,
+                 bool subsumed,
                  OriginId origin);
   bool rebuild_pass();
 

@@ -80,12 +80,32 @@ struct Level {
   std::vector<Check> checks;              // atoms completed by those primitives
 };
 
-struct Plan {
+}  // namespace
+
+struct GenericJoinPlan {
   std::vector<std::uint32_t> initial_primitives;
   std::vector<Check> initial_checks;
   std::vector<bool> primitive_binds_result;
   std::vector<Level> levels;
 };
+
+namespace {
+
+using Plan = GenericJoinPlan;
+
+// Points the plan's index pointers at the current tables' indexes, brought up to date.
+void refresh_indexes(EGraph& egraph, const Query& q, Plan& plan) {
+  auto fix_check = [&](Check& c) { c.index = index_for(egraph.table(q.atoms[c.atom].function), c.mask); };
+  std::for_each(plan.initial_checks.begin(), plan.initial_checks.end(), fix_check);
+  for (Level& level : plan.levels) {
+    for (Participant& p : level.atoms) {
+      Table& t = egraph.table(q.atoms[p.atom].function);
+      p.before_index = index_for(t, p.before);
+      p.with_index = index_for(t, p.with);
+    }
+    std::for_each(level.checks.begin(), level.checks.end(), fix_check);
+  }
+}
 
 // Orders the variables: next is one sharing an atom with a bound column (if any), with the
 // fewest estimated candidates; primitives and existence checks go right after the variable
@@ -170,13 +190,14 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
 class Joiner {
  public:
   Joiner(EGraph& egraph, const Query& query, const Plan& plan,
-         const std::vector<RowFilter>& filters, SearchWindow window, const MatchSink& sink)
+         const std::vector<RowFilter>& filters, SearchWindow window, const MatchSink& sink,
+         const std::vector<RowId>* splits = nullptr)
       : query_(query), plan_(plan), filters_(filters), window_(window), sink_(sink),
         vars_(query.num_vars(), 0), candidates_(plan.levels.size()) {
-    for (const QueryAtom& atom : query.atoms) {
-      Table& t = egraph.table(atom.function);
+    for (std::size_t a = 0; a < query.atoms.size(); ++a) {
+      Table& t = egraph.table(query.atoms[a].function);
       tables_.push_back(&t);
-      splits_.push_back(t.first_row_at_or_after(window.since));
+      splits_.push_back(splits ? (*splits)[a] : t.first_row_at_or_after(window.since));
     }
   }
 
@@ -379,6 +400,19 @@ bool has_cyclic_atoms(const Query& query) {
     }
   }
   return std::any_of(alive.begin(), alive.end(), [](bool a) { return a; });
+}
+
+std::shared_ptr<GenericJoinPlan> plan_generic_join(EGraph& egraph, const Query& query,
+                                                   const std::vector<RowFilter>& filters,
+                                                   Timestamp since) {
+  return std::make_shared<GenericJoinPlan>(make_plan(egraph, query, filters, since));
+}
+
+bool run_generic_join(EGraph& egraph, const Query& query, GenericJoinPlan& plan,
+                      const std::vector<RowFilter>& filters, SearchWindow window,
+                      const std::vector<RowId>& splits, const MatchSink& sink) {
+  refresh_indexes(egraph, query, plan);
+  return Joiner(egraph, query, plan, filters, window, sink, &splits).run();
 }
 
 bool generic_join(EGraph& egraph, const Query& query, const std::vector<RowFilter>& filters,

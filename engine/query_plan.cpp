@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 
 #include "engine/generic_join.hpp"
 #include "engine/query_primitives.hpp"
@@ -26,6 +27,7 @@ struct Plan {
   std::vector<std::uint32_t> initial_primitives;  // evaluable before any atom
   std::vector<bool> primitive_binds_result;
   std::vector<Step> steps;
+  double cost = 0;  // estimated partial matches visited
 };
 
 
@@ -70,9 +72,33 @@ struct Order {
   double cost = 0;
 };
 
+// Primitive checks (guards such as `(>= ?m 4)`, or a computed value compared with a bound one)
+// that joining `atom` next makes evaluable. Each is assumed to keep this share of the rows,
+// so the planner binds a guard's inputs early and a chain that a guard rejects stops there
+// instead of being walked to its end first.
+constexpr double kCheckSelectivity = 0.5;
+
+int checks_enabled(const Query& q, const QueryAtom& atom, const std::vector<bool>& bound,
+                   const std::vector<bool>& done) {
+  auto bound_after = [&](const QueryTerm& t) {
+    if (term_bound(t, bound)) return true;
+    return std::any_of(atom.columns.begin(), atom.columns.end(),
+                       [&](const QueryTerm& c) { return c.is_var && c.var == t.var; });
+  };
+  int checks = 0;
+  for (std::size_t p = 0; p < q.primitives.size(); ++p) {
+    if (done[p]) continue;
+    const QueryPrimitive& prim = q.primitives[p];
+    if (std::all_of(prim.args.begin(), prim.args.end(), bound_after) && bound_after(prim.result)) {
+      ++checks;
+    }
+  }
+  return checks;
+}
+
 // Starting from `first`, repeatedly takes the atom joined on a bound column with the smallest
-// estimated fan-out (cross products last; ties go to the later atom, which reproduces egglog's
-// row order).
+// estimated fan-out, discounted for the checks it enables (cross products last; ties go to the
+// later atom, which reproduces egglog's row order).
 Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
                    Timestamp since, std::vector<bool> bound, std::vector<bool> done,
                    std::size_t first) {
@@ -89,6 +115,7 @@ Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>&
       if (used[a] || (n == 0 && a != first)) continue;
       ColumnMask mask = bound_mask(q.atoms[a], bound);
       double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since);
+      fanout *= std::pow(kCheckSelectivity, checks_enabled(q, q.atoms[a], bound, done));
       bool connected = mask != 0;
       if (best == q.atoms.size() || (connected && !best_connected) ||
           (connected == best_connected && fanout <= best_fanout)) {
@@ -117,12 +144,29 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
   plan.primitive_binds_result.assign(q.primitives.size(), false);
   schedule_primitives(q, bound, done, plan.primitive_binds_result, plan.initial_primitives);
 
+  // Greedy orders from a few starts: a semi-naive variant's delta atom (usually a few rows)
+  // and the atoms with the fewest rows. Trying every start costs O(atoms^3) estimates per
+  // plan, which dominated planning on 30-atom rules.
+  constexpr std::size_t kSmallestStarts = 3;
+  std::vector<std::pair<double, std::size_t>> by_rows;
+  for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+    by_rows.emplace_back(double(rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since)), a);
+  }
+  std::stable_sort(by_rows.begin(), by_rows.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::size_t> starts;
+  auto delta = std::find(filters.begin(), filters.end(), RowFilter::New);
+  if (delta != filters.end()) starts.push_back(static_cast<std::size_t>(delta - filters.begin()));
+  for (std::size_t k = 0; k < by_rows.size() && k < kSmallestStarts; ++k) starts.push_back(by_rows[k].second);
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   Order best_order;
-  for (std::size_t first = 0; first < q.atoms.size(); ++first) {
-    Order order = greedy_order(egraph, q, filters, since, bound, done, first);
-    if (first == 0 || order.cost <= best_order.cost) best_order = std::move(order);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    Order order = greedy_order(egraph, q, filters, since, bound, done, starts[k]);
+    if (k == 0 || order.cost <= best_order.cost) best_order = std::move(order);
   }
 
+  plan.cost = best_order.cost;
   for (std::size_t best : best_order.atoms) {
     const QueryAtom& atom = q.atoms[best];
     Step step;
@@ -153,7 +197,7 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
 class Executor {
  public:
   Executor(EGraph& egraph, const Query& query, const Plan& plan, SearchWindow window,
-           const MatchSink& sink)
+           const std::vector<RowId>& splits, const MatchSink& sink)
       : egraph_(egraph), query_(query), plan_(plan), window_(window), sink_(sink),
         vars_(query.num_vars(), 0) {
     for (const Step& step : plan.steps) {
@@ -163,7 +207,7 @@ class Executor {
       bool unique = t.num_keys() > 0 && (step.mask & t.key_mask()) == t.key_mask();
       unique_.push_back(unique);
       indexes_.push_back(step.mask && !unique ? &t.index(step.mask) : nullptr);
-      splits_.push_back(t.first_row_at_or_after(window.since));
+      splits_.push_back(splits[step.atom]);
     }
   }
 
@@ -250,20 +294,52 @@ Query with_canonical_constants(EGraph& egraph, const Query& query) {
   return q;
 }
 
+bool has_eq_constants(const Query& query) {
+  auto eq = [](const QueryTerm& t) { return !t.is_var && t.eq_sort; };
+  for (const QueryAtom& atom : query.atoms) {
+    if (std::any_of(atom.columns.begin(), atom.columns.end(), eq)) return true;
+  }
+  for (const QueryPrimitive& prim : query.primitives) {
+    if (std::any_of(prim.args.begin(), prim.args.end(), eq) || eq(prim.result)) return true;
+  }
+  return false;
+}
+
+// Rows of each atom's table in one semi-naive variant's filter, from the split points.
+std::vector<double> filter_rows(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                                const std::vector<RowId>& splits) {
+  std::vector<double> rows(q.atoms.size());
+  for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+    const Table& t = egraph.table(q.atoms[a].function);
+    switch (filters[a]) {
+      case RowFilter::New: rows[a] = double(t.end() - splits[a]); break;
+      case RowFilter::Old: rows[a] = double(splits[a]); break;
+      case RowFilter::Any: rows[a] = double(t.size()); break;
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
-// Plans per semi-naive variant (slot n: the full search), each with the row counts it was
-// planned for. A plan is reused until one of its atoms' row counts moves by more than 2x.
+// What a query's searches reuse: its shape (cyclic or not, any e-class constants), computed
+// once, and per semi-naive variant (slot n: the full search) a join plan with the row counts
+// it was planned for. A plan is reused until one of its atoms' row counts moves by more than 2x.
 class PlanCache {
  public:
-  const Plan& get(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
-                  Timestamp since, std::size_t variant) {
-    if (entries_.size() <= variant) entries_.resize(variant + 1);
-    Entry& e = entries_[variant];
-    std::vector<double> rows;
-    for (std::size_t a = 0; a < q.atoms.size(); ++a) {
-      rows.push_back(double(rows_in_filter(egraph.table(q.atoms[a].function), filters[a], since)));
-    }
+  void learn(const Query& q) {
+    if (known_) return;
+    known_ = true;
+    cyclic_ = has_cyclic_atoms(q);
+    eq_constants_ = has_eq_constants(q);
+  }
+  bool cyclic() const { return cyclic_; }
+  bool eq_constants() const { return eq_constants_; }
+
+  const Plan& nested_loop(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                          Timestamp since, const std::vector<RowId>& splits, std::size_t variant) {
+    Entry& e = entry(variant);
+    std::vector<double> rows = filter_rows(egraph, q, filters, splits);
     if (!e.plan || !similar(rows, e.rows)) {
       e.plan = make_plan(egraph, q, filters, since);
       e.rows = std::move(rows);
@@ -271,50 +347,104 @@ class PlanCache {
     return *e.plan;
   }
 
+  // For a cyclic query: the generic-join plan, or none when the nested-loop plan is expected
+  // to visit few more partial matches than the atoms hold rows. The generic join only pays
+  // where a join of two atoms has many pairs that a third rejects (large fan-outs); on
+  // e-graph cycles such as `(Add (Mul a b) (Mul a c))` fan-outs are ~1 and its per-value
+  // bookkeeping costs more than the nested loop's rejected rows.
+  GenericJoinPlan* generic(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
+                           Timestamp since, const std::vector<RowId>& splits, std::size_t variant) {
+    Entry& e = entry(variant);
+    std::vector<double> rows = filter_rows(egraph, q, filters, splits);
+    if (!e.plan || !similar(rows, e.rows)) {
+      e.plan = make_plan(egraph, q, filters, since);
+      double input = 0;
+      for (double r : rows) input += r;
+      e.generic = e.plan->cost > kGenericJoinAbove * (input + 1)
+                      ? plan_generic_join(egraph, q, filters, since)
+                      : nullptr;
+      e.rows = std::move(rows);
+    }
+    return e.generic.get();
+  }
+  const Plan& current(std::size_t variant) { return *entry(variant).plan; }
+
  private:
   struct Entry {
     std::optional<Plan> plan;
+    std::shared_ptr<GenericJoinPlan> generic;
     std::vector<double> rows;
   };
+  Entry& entry(std::size_t variant) {
+    if (entries_.size() <= variant) entries_.resize(variant + 1);
+    return entries_[variant];
+  }
+  // Counts this small all get the same plans, so a delta that moves between 1 and 20 rows
+  // from one iteration to the next does not replan.
+  static constexpr double kSmallRows = 32;
+  static constexpr double kGenericJoinAbove = 32;
   static bool similar(const std::vector<double>& a, const std::vector<double>& b) {
     for (std::size_t i = 0; i < a.size(); ++i) {
-      double ratio = (a[i] + 1) / (b[i] + 1);
+      double ratio = (a[i] + kSmallRows) / (b[i] + kSmallRows);
       if (ratio > 2 || ratio < 0.5) return false;
     }
     return true;
   }
+  bool known_ = false;
+  bool cyclic_ = false;
+  bool eq_constants_ = false;
   std::vector<Entry> entries_;
 };
 
 std::shared_ptr<PlanCache> make_plan_cache() { return std::make_shared<PlanCache>(); }
 
+namespace {
+
+bool run_variant(EGraph& egraph, const Query& query, PlanCache& plans,
+                 const std::vector<RowFilter>& filters, SearchWindow window,
+                 const std::vector<RowId>& splits, std::size_t variant, const MatchSink& sink) {
+  // Cyclic queries (triangles) run as a generic join, which is worst-case optimal on them.
+  if (plans.cyclic()) {
+    GenericJoinPlan* plan = plans.generic(egraph, query, filters, window.since, splits, variant);
+    if (plan) return run_generic_join(egraph, query, *plan, filters, window, splits, sink);
+    return Executor(egraph, query, plans.current(variant), window, splits, sink).run();
+  }
+  const Plan& plan = plans.nested_loop(egraph, query, filters, window.since, splits, variant);
+  return Executor(egraph, query, plan, window, splits, sink).run();
+}
+
+}  // namespace
+
 bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink,
             PlanCache* cache) {
-  Query query = with_canonical_constants(egraph, query_in);
-  std::size_t n = query.atoms.size();
   PlanCache local;
   PlanCache& plans = cache ? *cache : local;
-  // Cyclic queries (triangles) run as a generic join, which is worst-case optimal on them.
-  bool cyclic = has_cyclic_atoms(query);
+  plans.learn(query_in);
+  std::optional<Query> canonical;
+  if (plans.eq_constants()) canonical = with_canonical_constants(egraph, query_in);
+  const Query& query = canonical ? *canonical : query_in;
+  std::size_t n = query.atoms.size();
   if (window.since == 0 || n == 0) {
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
-    if (cyclic) return generic_join(egraph, query, filters, window, sink);
-    const Plan& plan = plans.get(egraph, query, filters, 0, n);
-    return Executor(egraph, query, plan, window, sink).run();
+    std::vector<RowId> splits(n, 0);
+    return run_variant(egraph, query, plans, filters, window, splits, n, sink);
   }
+  std::vector<RowId> splits(n);
+  bool any_new = false;
   for (std::size_t i = 0; i < n; ++i) {
     const Table& t = egraph.table(query.atoms[i].function);
-    if (t.first_row_at_or_after(window.since) == t.end()) continue;  // nothing new here
-    std::vector<RowFilter> filters(n, RowFilter::Any);
-    for (std::size_t j = 0; j < i; ++j) filters[j] = RowFilter::Old;
+    splits[i] = t.first_row_at_or_after(window.since);
+    any_new = any_new || splits[i] != t.end();
+  }
+  if (!any_new) return true;
+  std::vector<RowFilter> filters(n, RowFilter::Any);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Table& t = egraph.table(query.atoms[i].function);
+    if (splits[i] == t.end()) continue;  // nothing new here
+    for (std::size_t j = 0; j < n; ++j) filters[j] = j < i ? RowFilter::Old : RowFilter::Any;
     filters[i] = RowFilter::New;
-    if (cyclic) {
-      if (!generic_join(egraph, query, filters, window, sink)) return false;
-      continue;
-    }
-    const Plan& plan = plans.get(egraph, query, filters, window.since, i);
-    if (!Executor(egraph, query, plan, window, sink).run()) return false;
+    if (!run_variant(egraph, query, plans, filters, window, splits, i, sink)) return false;
   }
   return true;
 }

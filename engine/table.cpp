@@ -30,8 +30,8 @@ std::uint64_t Table::key_hash(const Value* keys) const {
   return hash_columns(keys, key_columns_.data(), num_keys_, true);
 }
 
-RowId Table::find(const Value* keys) const {
-  return primary_.find(key_hash(keys), [&](RowId r) {
+RowId Table::find(const Value* keys, std::uint64_t hash) const {
+  return primary_.find(hash, [&](RowId r) {
     const Value* candidate = row(r);
     for (std::uint32_t k = 0; k < num_keys_; ++k) {
       if (candidate[k] != keys[k]) return false;
@@ -40,7 +40,8 @@ RowId Table::find(const Value* keys) const {
   });
 }
 
-RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed, OriginId origin) {
+RowId Table::append(const Value* keys, std::uint64_t hash, Value output, Timestamp ts,
+                    bool subsumed, OriginId origin) {
   RowId r = end();
   KILN_ASSERT(timestamps_.empty() || timestamps_.back() <= ts, "rows must be appended in time order");
   cells_.insert(cells_.end(), keys, keys + num_keys_);
@@ -49,7 +50,7 @@ RowId Table::append(const Value* keys, Value output, Timestamp ts, bool subsumed
   flags_.push_back(subsumed ? kSubsumed : 0);
   origins_.push_back(origin);
   ++live_;
-  primary_.insert(key_hash(keys), r, [&](RowId other) { return key_hash(row(other)); });
+  primary_.insert(hash, r, [&](RowId other) { return key_hash(row(other)); });
   return r;  // secondary indexes catch up in index()
 }
 
@@ -63,7 +64,7 @@ void Table::kill(RowId r) {
   }
 }
 
-RowId Table::first_row_at_or_after(Timestamp ts) const {
+RowId Table::find_first_row_at_or_after(Timestamp ts) const {
   auto it = std::lower_bound(timestamps_.begin(), timestamps_.end(), ts);
   return static_cast<RowId>(it - timestamps_.begin());
 }
@@ -100,6 +101,7 @@ void Table::compact_if_sparse() {
     ++out;
   }
   cells_.resize(out * w);
+  split_memo_ = SplitMemo{};
   timestamps_.resize(out);
   flags_.resize(out);
   origins_.resize(out);

@@ -50,7 +50,10 @@ class Table {
   OriginId origin(RowId r) const { return origins_[r]; }
 
   // The live row with these keys, or kNoRow.
-  RowId find(const Value* keys) const;
+  RowId find(const Value* keys) const { return find(keys, key_hash(keys)); }
+  // The same with the keys' hash known (key_hash), so a find-then-append hashes once.
+  RowId find(const Value* keys, std::uint64_t hash) const;
+  std::uint64_t key_hash(const Value* keys) const;
   // Memory hints for a find() of these keys soon: first the index slot, later the row.
   void prefetch_slot(const Value* keys) const { primary_.prefetch_slot(key_hash(keys)); }
   void prefetch_row(const Value* keys) const {
@@ -58,7 +61,11 @@ class Table {
     if (r < end()) __builtin_prefetch(row(r));
   }
   RowId append(const Value* keys, Value output, Timestamp ts, bool subsumed,
-               OriginId origin = kNoOrigin);
+               OriginId origin = kNoOrigin) {
+    return append(keys, key_hash(keys), output, ts, subsumed, origin);
+  }
+  RowId append(const Value* keys, std::uint64_t hash, Value output, Timestamp ts, bool subsumed,
+               OriginId origin);
   void kill(RowId r);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
 
@@ -79,8 +86,14 @@ class Table {
     return true;
   }
 
-  // First row whose timestamp is >= ts (rows are in timestamp order).
-  RowId first_row_at_or_after(Timestamp ts) const;
+  // First row whose timestamp is >= ts (rows are in timestamp order). Remembers the last
+  // answer: every rule searched in one iteration asks each of its tables the same question.
+  RowId first_row_at_or_after(Timestamp ts) const {
+    if (ts == split_memo_.ts && end() == split_memo_.end) return split_memo_.row;
+    RowId r = find_first_row_at_or_after(ts);
+    split_memo_ = {ts, end(), r};
+    return r;
+  }
 
   // The index on `mask`, up to date: built on first use, then brought up to date here with the
   // rows appended since (in one batch), while kill() unlinks rows at once.
@@ -93,8 +106,8 @@ class Table {
   static constexpr std::uint8_t kDead = 1;
   static constexpr std::uint8_t kSubsumed = 2;
 
-  std::uint64_t key_hash(const Value* keys) const;
   void rebuild_indexes();
+  RowId find_first_row_at_or_after(Timestamp ts) const;
 
   std::uint32_t num_keys_;
   std::vector<std::uint32_t> key_columns_;
@@ -106,6 +119,14 @@ class Table {
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;
   std::map<ColumnMask, ColumnIndex*> index_by_mask_;
+  // The last first_row_at_or_after question and answer, valid while end() is unchanged (rows
+  // are only appended or, in compaction, dropped; both change end() or the answer's ts range).
+  struct SplitMemo {
+    Timestamp ts = 0;
+    RowId end = kNoRow;
+    RowId row = 0;
+  };
+  mutable SplitMemo split_memo_;
 };
 
 }  // namespace kiln::engine

@@ -19,6 +19,9 @@ import argparse
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tensor_rules import gen_tensor_rules  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "programs")
 
@@ -86,6 +89,40 @@ def gen_arith_blowup(sum_leaves=ARITH_SUM_LEAVES, prod_leaves=ARITH_PROD_LEAVES,
     out.append("")
     out.append(f"(run {iters})")
     out.append("(print-size)")
+    return "\n".join(out) + "\n"
+
+
+ARITH_GROW_LEAVES = 3  # a (3-leaf sum) * (4-leaf sum)
+ARITH_GROW_ITERS = 9
+
+
+def gen_arith_grow(leaves=ARITH_GROW_LEAVES, iters=ARITH_GROW_ITERS):
+    """Assoc/comm/distributivity over a product of two sums, run until it has ~10^6 rows."""
+    def var(prefix, i):
+        return f'(Var "{prefix}{i}")'
+
+    out = [
+        ";; arith_grow: associativity / commutativity / distributivity on a product of two",
+        ";; sums: every iteration multiplies the Add and Mul tables; (run N) stops it at",
+        ";; about a million rows, where apply and rebuild weigh as much as search.",
+        "(datatype Math",
+        "  (Num i64)",
+        "  (Var String)",
+        "  (Add Math Math)",
+        "  (Mul Math Math))",
+        "",
+        '(rewrite (Add a b) (Add b a) :name "add-comm")',
+        '(rewrite (Mul a b) (Mul b a) :name "mul-comm")',
+        '(rewrite (Add a (Add b c)) (Add (Add a b) c) :name "add-assoc")',
+        '(rewrite (Mul a (Mul b c)) (Mul (Mul a b) c) :name "mul-assoc")',
+        '(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)) :name "distribute")',
+        "",
+        f'(let $p (Mul {_chain("Add", [var("a", i) for i in range(leaves)])} '
+        f'{_chain("Add", [var("b", i) for i in range(leaves + 1)])}))',
+        "",
+        f"(run {iters})",
+        "(print-size)",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -470,6 +507,8 @@ GENERATORS = {
     "arith_blowup": gen_arith_blowup,
     "datalog_tc": gen_datalog_tc,
     "tensor_luminal": gen_tensor_luminal,
+    "tensor_rules": gen_tensor_rules,
+    "arith_grow": gen_arith_grow,
 }
 
 

@@ -155,8 +155,9 @@ def run_kiln(kiln, path, timeout):
     return run_child([kiln, "egg", path], timeout)
 
 
-def best_of(fn, repeat, use_cpu):
-    """Run fn() `repeat` times; return (best result, all results). Stops at the first failure."""
+def best_of(fn, repeat, use_cpu, median=False):
+    """Run fn() `repeat` times; return (best or median result, all results). Stops at the
+    first failure."""
     results = []
     for _ in range(repeat):
         r = fn()
@@ -164,7 +165,7 @@ def best_of(fn, repeat, use_cpu):
         if not r.ok:
             return r, results
     key = (lambda r: r.cpu) if use_cpu else (lambda r: r.seconds)
-    best = min(results, key=key)
+    best = sorted(results, key=key)[(len(results) - 1) // 2] if median else min(results, key=key)
     best.peak_mib = max(r.peak_mib for r in results)
     return best, results
 
@@ -202,6 +203,7 @@ def main():
     ap.add_argument("--only", action="append", choices=sorted(gen.GENERATORS), help="run only this program (repeatable)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per engine and program; the best is reported (default 3)")
     ap.add_argument("--egglog-only", action="store_true", help="run only egglog (kiln not built)")
+    ap.add_argument("--median", action="store_true", help="report the median run instead of the best")
     ap.add_argument("--cpu", action="store_true", help="report user+system CPU seconds of each process instead of wall time")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per single run before it is killed (default 600)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -226,7 +228,7 @@ def main():
     for name in names:
         path = paths[name]
         print(f"[{name}] egglog x{args.repeat} ...", file=sys.stderr, flush=True)
-        eg, eg_all = best_of(lambda: run_egglog(path, args.timeout), args.repeat, args.cpu)
+        eg, eg_all = best_of(lambda: run_egglog(path, args.timeout), args.repeat, args.cpu, args.median)
         row = {"program": name, "rows": None, "egglog_s": None, "kiln_s": None, "ratio": None,
                "egglog_mib": None, "kiln_mib": None, "status": "ok"}
         if not eg.ok:
@@ -242,7 +244,7 @@ def main():
         row["egglog_mib"] = eg.peak_mib
         if not args.egglog_only:
             print(f"[{name}] kiln x{args.repeat} ...", file=sys.stderr, flush=True)
-            kn, kn_all = best_of(lambda: run_kiln(kiln, path, args.timeout), args.repeat, args.cpu)
+            kn, kn_all = best_of(lambda: run_kiln(kiln, path, args.timeout), args.repeat, args.cpu, args.median)
             if not kn.ok:
                 print(f"FAILED: kiln on {name}: {kn.why}\n{tail(kn.stderr)}", file=sys.stderr)
                 row["status"] = "kiln failed"
@@ -282,7 +284,7 @@ def main():
         print("  ".join(cells))
         if i == 0:
             print("  ".join("-" * w for w in widths))
-    print(f"(best of {args.repeat}; egglog/kiln > 1 means kiln is faster)")
+    print(f"({'median' if args.median else 'best'} of {args.repeat}; egglog/kiln > 1 means kiln is faster)")
 
     if args.json:
         with open(args.json, "w") as f:
