@@ -96,6 +96,14 @@ class Target {
   // body, in order. Results are cached by the target where it can (on disk for compiled code).
   virtual std::vector<Prepared> prepare(const std::vector<graph::Body>& bodies) = 0;
   virtual Device& device() = 0;
+  // Runs kernels and library calls on `threads` threads (0: every core the machine offers),
+  // for work launched from the calling thread; returns the count now in use. Targets that do
+  // not run in parallel keep one.
+  virtual int set_threads(int threads) {
+    (void)threads;
+    return 1;
+  }
+  virtual int threads() const { return 1; }
 };
 
 }  // namespace kiln::runtime
