@@ -3,8 +3,7 @@
 
 For the examples and the SmolLM2-135M-shaped decoder (prefill 8 / 16 / 64 tokens, a decode
 step at 128 cached tokens): kiln's compiled program (`kiln compile NAME --threads T`, the
-median run with weights resident; a first compile per thread count warms the measurement
-cache) on 1 and 2 threads, and transformers' LlamaForCausalLM built from the same config with
+median run with weights resident) on 1 and 2 threads, and transformers' LlamaForCausalLM built from the same config with
 random weights (torch.set_num_threads(T), median of repeated forward calls; the decode step
 runs against a 128-token DynamicCache cropped back after each call). Then the decode step's
 time as a multiple of its memory floor: the bytes it must read (every weight once, the tied
@@ -137,7 +136,6 @@ def main():
             continue
         kiln_times = {}
         for threads in (1, 2):
-            kiln_seconds(kiln, name, dims, threads, 1)  # warms the measurement cache
             kiln_times[threads] = kiln_seconds(kiln, name, dims, threads, args.runs)
         torch_times = {1: None, 2: None}
         if has_torch and torch_case:
