@@ -172,7 +172,9 @@ const Executor::DimSetup& Executor::setup(const graph::DimValues& dims) {
       d.shapes[id] = evaluate_shape(llir_.value(id), dims);
     }
   }
-  for (const Output& o : llir_.outputs()) d.shapes[o.value] = evaluate_shape(llir_.value(o.value), dims);
+  for (const Output& o : llir_.outputs()) {
+    d.shapes[o.value] = evaluate_shape(llir_.value(o.value), dims);
+  }
   d.kernel_dims.resize(llir_.num_steps());
   for (StepId s = 0; s < llir_.num_steps(); ++s) {
     const Kernel* kernel = kernels_[s].get();
@@ -188,7 +190,9 @@ const Executor::DimSetup& Executor::setup(const graph::DimValues& dims) {
   return setups_.emplace(dims, std::move(d)).first->second;
 }
 
-const BufferPlan& Executor::plan(const graph::DimValues& dims) { return setup(dims).plan; }
+const BufferPlan& Executor::plan(const graph::DimValues& dims) {
+  return setup(dims).plan;
+}
 
 std::map<std::string, graph::Tensor> Executor::run(
     const graph::DimValues& dims, const std::map<std::string, graph::Tensor>& inputs,
@@ -294,9 +298,9 @@ std::map<std::string, graph::Tensor> Executor::run(
     const std::size_t bytes = p.bytes[o.value];
     std::vector<std::byte> host(bytes);
     if (bytes) device_.download(host.data(), address[o.value], bytes);
-    outputs[o.name] = graph::Tensor{
-        v.dtype, d.shapes[o.value],
-        from_native(host.data(), bytes / graph::dtype_size(v.dtype), v.dtype)};
+    outputs[o.name] =
+        graph::Tensor{v.dtype, d.shapes[o.value],
+                      from_native(host.data(), bytes / graph::dtype_size(v.dtype), v.dtype)};
   }
   for (const Output& o : llir_.outputs()) {
     const std::optional<ValueId> state = llir_.find_input(o.name);

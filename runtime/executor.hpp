@@ -79,7 +79,7 @@ class Executor {
   // What a run needs that depends only on its dims.
   struct DimSetup {
     BufferPlan plan;
-    std::vector<std::vector<std::int64_t>> shapes;  // by ValueId: inputs, state and outputs
+    std::vector<std::vector<std::int64_t>> shapes;    // by ValueId: inputs, state and outputs
     std::vector<std::vector<long long>> kernel_dims;  // by step: the kernel's dims() values
   };
   const DimSetup& setup(const graph::DimValues& dims);
@@ -93,7 +93,7 @@ class Executor {
   Device& device_;
   std::vector<std::shared_ptr<const Kernel>> kernels_;  // by step (null for library calls)
   std::map<graph::DimValues, DimSetup> setups_;
-  std::vector<void*> address_;                   // by ValueId, refilled every run
+  std::vector<void*> address_;                    // by ValueId, refilled every run
   std::vector<std::vector<void*>> step_buffers_;  // by step: inputs, then the output
   void* arena_ = nullptr;
   std::size_t arena_capacity_ = 0;

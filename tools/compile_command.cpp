@@ -52,7 +52,8 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_option("--max-rows", o.max_rows, "Saturation size limit (default 2000000 rows)");
   cmd->add_option("--seed", o.seed, "Seed of the random inputs");
   cmd->add_flag("--stats", o.stats, "Print each group's saturation report (per-rule matches)");
-  cmd->add_option("--threads", o.threads, "Threads for kernels and library calls (default: all cores)")
+  cmd->add_option("--threads", o.threads,
+                  "Threads for kernels and library calls (default: all cores)")
       ->check(CLI::NonNegativeNumber);
 }
 

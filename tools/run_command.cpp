@@ -93,7 +93,8 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--runs", o->runs, "Runs to time (default 3)");
   cmd->add_option("--top", o->top, "Kernels listed in the report (default 12)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs");
-  cmd->add_option("--threads", o->threads, "Threads for kernels and library calls (default: all cores)")
+  cmd->add_option("--threads", o->threads,
+                  "Threads for kernels and library calls (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   return {cmd, [o] {
             const examples::Example& example = find_model(o->name);

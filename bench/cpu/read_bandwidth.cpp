@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   for (int pass = 0; pass < 5; ++pass) {
     const auto start = std::chrono::steady_clock::now();
     total += sum_all(buffer.data(), floats);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double gbs = static_cast<double>(floats) * 4.0 / s / 1e9;
     if (gbs > best) best = gbs;
   }

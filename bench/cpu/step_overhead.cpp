@@ -30,7 +30,9 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs + 1; ++r) {
     const auto start = std::chrono::steady_clock::now();
     executor.run({}, {});
-    if (r > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (r > 0)
+      times.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   std::printf("%zu steps, %.3f us per step (median of %d runs)\n", llir.num_steps(),

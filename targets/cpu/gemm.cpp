@@ -14,7 +14,9 @@ namespace kiln::targets::cpu {
 
 namespace {
 
-blasint bi(long long v) { return static_cast<blasint>(v); }
+blasint bi(long long v) {
+  return static_cast<blasint>(v);
+}
 
 // One block of batch entry `p`: rows [i0, i1) and columns [j0, j1) of C, on this thread.
 template <class T>
@@ -27,11 +29,11 @@ void gemm_block(const GemmShape& s, const T* a, const T* b, T* c, long long i0, 
   const CBLAS_TRANSPOSE ta = s.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = s.trans_b ? CblasTrans : CblasNoTrans;
   if constexpr (sizeof(T) == 4) {
-    cblas_sgemm(CblasRowMajor, ta, tb, bi(i1 - i0), bi(j1 - j0), bi(s.k), 1.0f, ab, bi(s.lda),
-                bb, bi(s.ldb), 0.0f, cb, bi(s.ldc));
+    cblas_sgemm(CblasRowMajor, ta, tb, bi(i1 - i0), bi(j1 - j0), bi(s.k), 1.0f, ab, bi(s.lda), bb,
+                bi(s.ldb), 0.0f, cb, bi(s.ldc));
   } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, bi(i1 - i0), bi(j1 - j0), bi(s.k), 1.0, ab, bi(s.lda),
-                bb, bi(s.ldb), 0.0, cb, bi(s.ldc));
+    cblas_dgemm(CblasRowMajor, ta, tb, bi(i1 - i0), bi(j1 - j0), bi(s.k), 1.0, ab, bi(s.lda), bb,
+                bi(s.ldb), 0.0, cb, bi(s.ldc));
   }
 }
 
@@ -111,7 +113,8 @@ void run_blocks(const GemmShape& s, const T* a, const T* b, T* c, bool as_gemv, 
     return;
   }
   parallel_for(
-      count, [](void* context, long long block) { static_cast<const Blocks<T>*>(context)->run(block); },
+      count,
+      [](void* context, long long block) { static_cast<const Blocks<T>*>(context)->run(block); },
       const_cast<Blocks<T>*>(&blocks));
 }
 

@@ -25,7 +25,9 @@ inline F8 load8(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store8(float* p, F8 v) { std::memcpy(p, &v, sizeof v); }
+inline void store8(float* p, F8 v) {
+  std::memcpy(p, &v, sizeof v);
+}
 inline float sum8(F8 v) {
   return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
@@ -120,7 +122,8 @@ void gemv_range(const GemvOperands& op, long long first, long long last) {
   const float* x = op.x;
   if (op.incx != 1) {
     gathered.resize(static_cast<std::size_t>(op.inputs));
-    for (long long i = 0; i < op.inputs; ++i) gathered[static_cast<std::size_t>(i)] = op.x[i * op.incx];
+    for (long long i = 0; i < op.inputs; ++i)
+      gathered[static_cast<std::size_t>(i)] = op.x[i * op.incx];
     x = gathered.data();
   }
   if (op.rows_are_outputs) {

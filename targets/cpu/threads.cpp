@@ -57,7 +57,9 @@ void load_thread_pool(JitCompiler& jit) {
   openblas_set_num_threads(1);
 }
 
-int available_cores() { return static_cast<int>(query(1)); }
+int available_cores() {
+  return static_cast<int>(query(1));
+}
 
 int set_threads(int threads) {
   const int n = threads > 0 ? threads : available_cores();
@@ -69,7 +71,9 @@ int set_threads(int threads) {
   return threads_in_use();
 }
 
-int threads_in_use() { return static_cast<int>(query(0)); }
+int threads_in_use() {
+  return static_cast<int>(query(0));
+}
 
 void parallel_for(long long count, void (*task)(void* context, long long i), void* context) {
   if (!pool || count <= 1) {

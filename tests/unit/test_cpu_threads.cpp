@@ -54,7 +54,8 @@ double median_seconds(int threads, int runs, F body) {
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
     body();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return median(times);
 }
@@ -106,13 +107,12 @@ TEST_CASE("cpu threads: one-op kernels are not slower on two threads than on one
   runtime::Executor executor(llir, cpu_target());
   std::mt19937 rng(5);
   // A decode row, a short prefill, a long one, an attention score matrix.
-  for (const DimValues& dims : {DimValues{{"rows", 1}, {"cols", 576}},
-                                DimValues{{"rows", 8}, {"cols", 1536}},
-                                DimValues{{"rows", 64}, {"cols", 1536}},
-                                DimValues{{"rows", 512}, {"cols", 512}}}) {
+  for (const DimValues& dims :
+       {DimValues{{"rows", 1}, {"cols", 576}}, DimValues{{"rows", 8}, {"cols", 1536}},
+        DimValues{{"rows", 64}, {"cols", 1536}}, DimValues{{"rows", 512}, {"cols", 512}}}) {
     executor.bind("x", random_tensor({dims.at("rows"), dims.at("cols")}, rng));
-    const std::string what = "rows " + std::to_string(dims.at("rows")) + ", cols " +
-                             std::to_string(dims.at("cols"));
+    const std::string what =
+        "rows " + std::to_string(dims.at("rows")) + ", cols " + std::to_string(dims.at("cols"));
     CHECK(two_threads_not_slower(what, [&] { executor.run(dims, {}, nullptr, false); }));
   }
 }
@@ -139,8 +139,8 @@ TEST_CASE("cpu threads: products are not slower on two threads than on one",
       buffers.push_back(device.allocate(bytes.size()));
       device.upload(buffers.back(), bytes.data(), bytes.size());
     }
-    const std::string what = "gemm m " + std::to_string(m) + " n " + std::to_string(n) +
-                             " k " + std::to_string(k);
+    const std::string what =
+        "gemm m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k);
     CHECK(two_threads_not_slower(what, [&] { device.call(call, buffers, {}); }));
     for (void* p : buffers) device.release(p);
   }

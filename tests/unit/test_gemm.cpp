@@ -96,7 +96,7 @@ TEST_CASE("gemm: split and matrix-vector products equal the reference", "[gemm][
     long long batch, m, n, k;
   };
   // Sizes above the parallel thresholds (gemm.hpp), and odd so that slices have tails.
-  const std::vector<Shape> shapes = {{1, 1, 301, 203}, {3, 1, 77, 45}, {1, 257, 1, 201},
+  const std::vector<Shape> shapes = {{1, 1, 301, 203}, {3, 1, 77, 45},   {1, 257, 1, 201},
                                      {2, 45, 1, 39},   {1, 67, 203, 61}, {2, 203, 37, 61},
                                      {1, 1, 1, 5}};
   for (int threads : {1, 2}) {
@@ -110,15 +110,24 @@ TEST_CASE("gemm: split and matrix-vector products equal the reference", "[gemm][
             runtime::LibraryCall call;
             call.op = "gemm";
             call.dtype = dtype;
-            call.params = {{"m", Expr(sh.m)}, {"n", Expr(sh.n)}, {"k", Expr(sh.k)},
-                           {"batch", Expr(sh.batch)}, {"trans_a", Expr(ta)},
-                           {"trans_b", Expr(tb)}, {"lda", Expr(lda)}, {"ldb", Expr(ldb)},
-                           {"ldc", Expr(ldc)}, {"stride_a", Expr((ta ? sh.k : sh.m) * lda)},
+            call.params = {{"m", Expr(sh.m)},
+                           {"n", Expr(sh.n)},
+                           {"k", Expr(sh.k)},
+                           {"batch", Expr(sh.batch)},
+                           {"trans_a", Expr(ta)},
+                           {"trans_b", Expr(tb)},
+                           {"lda", Expr(lda)},
+                           {"ldb", Expr(ldb)},
+                           {"ldc", Expr(ldc)},
+                           {"stride_a", Expr((ta ? sh.k : sh.m) * lda)},
                            {"stride_b", Expr((tb ? sh.n : sh.k) * ldb)},
-                           {"stride_c", Expr(sh.m * ldc)}, {"offset_a", Expr(1)},
+                           {"stride_c", Expr(sh.m * ldc)},
+                           {"offset_a", Expr(1)},
                            {"offset_b", Expr(2)}};
-            std::vector<double> a(static_cast<std::size_t>(1 + sh.batch * (ta ? sh.k : sh.m) * lda));
-            std::vector<double> b(static_cast<std::size_t>(2 + sh.batch * (tb ? sh.n : sh.k) * ldb));
+            std::vector<double> a(
+                static_cast<std::size_t>(1 + sh.batch * (ta ? sh.k : sh.m) * lda));
+            std::vector<double> b(
+                static_cast<std::size_t>(2 + sh.batch * (tb ? sh.n : sh.k) * ldb));
             for (double& x : a) x = dist(rng);
             for (double& x : b) x = dist(rng);
             const auto c_size = static_cast<std::size_t>(sh.batch * sh.m * ldc);
