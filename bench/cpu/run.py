@@ -91,7 +91,7 @@ with torch.inference_mode():
         pos = torch.tensor([[n]])
         def step():
             model(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True)
-            cache.crop(n)
+            cache.crop(-1)  # back to the n cached tokens
     for _ in range(3):
         step()
     for _ in range(runs):
