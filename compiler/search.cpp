@@ -111,7 +111,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   const GraphSorts sorts = encode_group(session, chunk, options, /*saturate=*/true);
   report.saturation_seconds = since(start);
   report.rule_stats = session.total_report().summary();
-  report.stop_reason = engine::to_string(session.total_report().stop);
+  const engine::RunReport& saturation = session.total_report();
+  report.stop_reason = engine::to_string(saturation.limit_hit.value_or(saturation.stop));
   const EGraphView view(session.egraph(), sorts);
   report.eclasses = view.eclasses();
   report.enodes = view.enodes();

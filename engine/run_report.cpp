@@ -18,6 +18,11 @@ const char* to_string(StopReason reason) {
 
 void RunReport::absorb(const RunReport& other) {
   stop = other.stop;
+  if (!limit_hit) limit_hit = other.limit_hit;
+  if (!limit_hit && (other.stop == StopReason::IterationLimit ||
+                     other.stop == StopReason::NodeLimit || other.stop == StopReason::TimeLimit)) {
+    limit_hit = other.stop;
+  }
   changed |= other.changed;
   iterations.insert(iterations.end(), other.iterations.begin(), other.iterations.end());
   for (const auto& [name, stats] : other.rules) {

@@ -42,6 +42,9 @@ struct IterationReport {
 
 struct RunReport {
   StopReason stop = StopReason::ScheduleDone;
+  // The first limit that stopped a run, kept when reports are folded together (absorb): why
+  // a whole program stopped growing, even when later runs finished on their own.
+  std::optional<StopReason> limit_hit;
   bool changed = false;
   std::vector<IterationReport> iterations;
   std::map<std::string, RuleStats> rules;  // by rule name

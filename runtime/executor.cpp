@@ -86,6 +86,11 @@ Executor::Executor(const Llir& llir, Target& target)
     }
     kernels_[body_steps[i]] = std::move(prepared[i].kernel);
   }
+  address_.assign(llir_.num_values(), nullptr);
+  step_buffers_.resize(llir_.num_steps());
+  for (StepId s = 0; s < llir_.num_steps(); ++s) {
+    step_buffers_[s].assign(llir_.step(s).inputs.size() + 1, nullptr);
+  }
 }
 
 Executor::~Executor() {
@@ -156,10 +161,37 @@ graph::Tensor Executor::state(const std::string& name) const {
                        from_native(host.data(), h.bytes / graph::dtype_size(dtype), dtype)};
 }
 
+const Executor::DimSetup& Executor::setup(const graph::DimValues& dims) {
+  auto it = setups_.find(dims);
+  if (it != setups_.end()) return it->second;
+  DimSetup d;
+  d.plan = plan_buffers(llir_, dims);
+  d.shapes.resize(llir_.num_values());
+  for (ValueId id = 0; id < llir_.num_values(); ++id) {
+    if (llir_.value(id).kind != ValueKind::Temporary) {
+      d.shapes[id] = evaluate_shape(llir_.value(id), dims);
+    }
+  }
+  for (const Output& o : llir_.outputs()) {
+    d.shapes[o.value] = evaluate_shape(llir_.value(o.value), dims);
+  }
+  d.kernel_dims.resize(llir_.num_steps());
+  for (StepId s = 0; s < llir_.num_steps(); ++s) {
+    const Kernel* kernel = kernels_[s].get();
+    if (!kernel) continue;
+    for (const std::string& dim : kernel->dims()) {
+      auto found = dims.find(dim);
+      if (found == dims.end()) {
+        throw UserError("step \"" + llir_.step(s).label + "\": dim '" + dim + "' is not bound");
+      }
+      d.kernel_dims[s].push_back(static_cast<long long>(found->second));
+    }
+  }
+  return setups_.emplace(dims, std::move(d)).first->second;
+}
+
 const BufferPlan& Executor::plan(const graph::DimValues& dims) {
-  auto it = plans_.find(dims);
-  if (it == plans_.end()) it = plans_.emplace(dims, plan_buffers(llir_, dims)).first;
-  return it->second;
+  return setup(dims).plan;
 }
 
 std::map<std::string, graph::Tensor> Executor::run(
@@ -173,14 +205,16 @@ std::map<std::string, graph::Tensor> Executor::run(
       throw UserError("run: '" + name + "' is persistent state; set it with set_state");
     }
   }
-  const BufferPlan& p = plan(dims);
-  std::vector<void*> address(llir_.num_values(), nullptr);
+  const DimSetup& d = setup(dims);
+  const BufferPlan& p = d.plan;
+  std::vector<void*>& address = address_;
+  std::fill(address.begin(), address.end(), nullptr);
 
   // Inputs and state.
   for (ValueId id = 0; id < llir_.num_values(); ++id) {
     const Value& v = llir_.value(id);
     if (v.kind == ValueKind::Temporary) continue;
-    const std::vector<std::int64_t> shape = evaluate_shape(v, dims);
+    const std::vector<std::int64_t>& shape = d.shapes[id];
     if (v.kind == ValueKind::Input) {
       auto given = inputs.find(v.name);
       if (given != inputs.end()) {
@@ -228,9 +262,9 @@ std::map<std::string, graph::Tensor> Executor::run(
   }
   for (StepId s = 0; s < llir_.num_steps(); ++s) {
     const Step& step = llir_.step(s);
-    std::vector<void*> buffers;
-    for (ValueId in : step.inputs) buffers.push_back(address[in]);
-    buffers.push_back(address[step.output]);
+    std::vector<void*>& buffers = step_buffers_[s];
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) buffers[i] = address[step.inputs[i]];
+    buffers.back() = address[step.output];
     if (p.copy_alias[s]) {
       const ValueId in = step.inputs[*step.alias];
       const std::size_t bytes = std::min(p.bytes[in], p.bytes[step.output]);
@@ -242,15 +276,7 @@ std::map<std::string, graph::Tensor> Executor::run(
       start = Clock::now();
     }
     if (const Kernel* kernel = kernels_[s].get()) {
-      std::vector<long long> values;
-      for (const std::string& dim : kernel->dims()) {
-        auto it = dims.find(dim);
-        if (it == dims.end()) {
-          throw UserError("step \"" + step.label + "\": dim '" + dim + "' is not bound");
-        }
-        values.push_back(static_cast<long long>(it->second));
-      }
-      device_.launch(*kernel, buffers, values);
+      device_.launch(*kernel, buffers, d.kernel_dims[s]);
     } else {
       device_.call(*step.call(), buffers, dims);
     }
@@ -272,9 +298,9 @@ std::map<std::string, graph::Tensor> Executor::run(
     const std::size_t bytes = p.bytes[o.value];
     std::vector<std::byte> host(bytes);
     if (bytes) device_.download(host.data(), address[o.value], bytes);
-    outputs[o.name] = graph::Tensor{
-        v.dtype, evaluate_shape(v, dims),
-        from_native(host.data(), bytes / graph::dtype_size(v.dtype), v.dtype)};
+    outputs[o.name] =
+        graph::Tensor{v.dtype, d.shapes[o.value],
+                      from_native(host.data(), bytes / graph::dtype_size(v.dtype), v.dtype)};
   }
   for (const Output& o : llir_.outputs()) {
     const std::optional<ValueId> state = llir_.find_input(o.name);

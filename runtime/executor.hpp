@@ -6,6 +6,10 @@
 // per dim map), copies an aliased input into its output where the plan says so, launches the
 // steps in order and returns the outputs as graph::Tensors.
 //
+// A step costs its launch and little else: what depends only on the dims (the plan, every
+// value's shape, each kernel's dim arguments) is computed once per dim map, and the argument
+// arrays live in the executor, so a run allocates nothing for its steps.
+//
 // Persistent state lives in the executor between runs: zeros when first needed (or what
 // set_state gave), and after each run an output of the same name becomes its new value.
 //
@@ -72,6 +76,13 @@ class Executor {
     std::size_t bytes = 0;
     std::vector<std::int64_t> shape;
   };
+  // What a run needs that depends only on its dims.
+  struct DimSetup {
+    BufferPlan plan;
+    std::vector<std::vector<std::int64_t>> shapes;    // by ValueId: inputs, state and outputs
+    std::vector<std::vector<long long>> kernel_dims;  // by step: the kernel's dims() values
+  };
+  const DimSetup& setup(const graph::DimValues& dims);
   void* ensure_arena(std::size_t bytes);
   Held& hold(std::map<std::string, Held>& held, const std::string& name,
              const graph::Tensor& tensor, graph::DType dtype);
@@ -81,7 +92,9 @@ class Executor {
   Target& target_;
   Device& device_;
   std::vector<std::shared_ptr<const Kernel>> kernels_;  // by step (null for library calls)
-  std::map<graph::DimValues, BufferPlan> plans_;
+  std::map<graph::DimValues, DimSetup> setups_;
+  std::vector<void*> address_;                    // by ValueId, refilled every run
+  std::vector<std::vector<void*>> step_buffers_;  // by step: inputs, then the output
   void* arena_ = nullptr;
   std::size_t arena_capacity_ = 0;
   std::map<std::string, Held> bound_;  // bind()

@@ -99,6 +99,14 @@ class Target {
   // What besides the machine decides the code and speed of this target's kernels (compiler
   // version and flags, code generator version), for the keys of cached measurements.
   virtual std::string fingerprint() const { return name(); }
+  // Runs kernels and library calls on `threads` threads (0: every core the machine offers),
+  // for work launched from the calling thread; returns the count now in use. Targets that do
+  // not run in parallel keep one.
+  virtual int set_threads(int threads) {
+    (void)threads;
+    return 1;
+  }
+  virtual int threads() const { return 1; }
 };
 
 }  // namespace kiln::runtime

@@ -34,6 +34,7 @@ struct CompileCommandOptions {
   bool stats = false;
   int runs = 3;
   int top = 12;
+  int threads = 0;
   unsigned seed = 1;
   // dump-egraph
   std::string stage = "saturated";
@@ -51,6 +52,9 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_option("--max-rows", o.max_rows, "Saturation size limit (default 2000000 rows)");
   cmd->add_option("--seed", o.seed, "Seed of the random inputs");
   cmd->add_flag("--stats", o.stats, "Print each group's saturation report (per-rule matches)");
+  cmd->add_option("--threads", o.threads,
+                  "Threads for kernels and library calls (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 compiler::CompileOptions compile_options(const CompileCommandOptions& o,
@@ -178,11 +182,14 @@ int compile_and_maybe_run(const CompileCommandOptions& o, bool explaining) {
   const graph::Graph& g = builder.graph();
   const graph::DimValues dims = choose_dims(g, o.dims);
   std::unique_ptr<runtime::Target> target = targets::make_target(o.target);
-  // Times depend on the compiler, its flags and the code generator as much as on the machine.
-  compiler::Measurer measurer(*target, {}, target->fingerprint());
+  const int threads = target->set_threads(o.threads);
+  // Times depend on the compiler, its flags and the code generator as much as on the machine,
+  // and times measured on N threads are not times on M.
+  compiler::Measurer measurer(*target, {},
+                              target->fingerprint() + ";threads " + std::to_string(threads));
   std::cout << "model " << example.name << " (" << g.size() << " HLIR nodes), dims:";
   for (const auto& [name, value] : dims) std::cout << ' ' << name << '=' << value;
-  std::cout << ", target " << o.target << "\n";
+  std::cout << ", target " << o.target << ", threads " << threads << "\n";
   compiler::CompiledProgram p = compiler::compile(g, *target, measurer, compile_options(o, dims));
   std::size_t measured = 0, hits = 0, rejected = 0;
   for (const auto& group : p.groups) {

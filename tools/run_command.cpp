@@ -26,6 +26,7 @@ struct RunOptions {
   bool check = false;
   int runs = 3;
   int top = 12;
+  int threads = 0;
   unsigned seed = 1;
 };
 
@@ -92,6 +93,9 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--runs", o->runs, "Runs to time (default 3)");
   cmd->add_option("--top", o->top, "Kernels listed in the report (default 12)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs");
+  cmd->add_option("--threads", o->threads,
+                  "Threads for kernels and library calls (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
   return {cmd, [o] {
             const examples::Example& example = find_model(o->name);
             graph::GraphBuilder builder;
@@ -99,10 +103,12 @@ Command add_run_command(CLI::App& app) {
             const graph::Graph& g = builder.graph();
             const graph::DimValues dims = choose_dims(g, o->dims);
             const ModelInputs in = make_inputs(g, dims, o->inputs, o->seed);
+            std::unique_ptr<runtime::Target> target = targets::make_target(o->target);
+            const int threads = target->set_threads(o->threads);
             std::cout << "model " << example.name << " (" << g.size() << " HLIR nodes), dims:";
             for (const auto& [name, value] : dims) std::cout << ' ' << name << '=' << value;
-            std::cout << ", target " << o->target << ", one kernel per op\n";
-            std::unique_ptr<runtime::Target> target = targets::make_target(o->target);
+            std::cout << ", target " << o->target << ", threads " << threads
+                      << ", one kernel per op\n";
             return run_and_report(g, runtime::lower_one_op(g), *target, dims, in, o->runs,
                                   o->top, o->check);
           }};

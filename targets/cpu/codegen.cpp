@@ -58,6 +58,14 @@ static inline float kiln_round_bf16(float x) { return kiln_bf16_load(kiln_bf16_s
 
 namespace {
 
+// Scalar operations a parallel loop must hold to be split across threads: waking the threads
+// (asleep: OMP_WAIT_POLICY passive, threads.cpp) and joining them costs tens of microseconds,
+// about as much as this much work on one core.
+constexpr long long kParallelWork = 1 << 18;
+// Iterations of the outer loops that are enough to share among threads, leaving the innermost
+// loop out of the collapse (see emit_output_scope).
+constexpr long long kOuterTripsToShare = 16;
+
 // The C type a node computes in.
 const char* compute_type(DType t) {
   switch (t) {
@@ -459,20 +467,37 @@ class Renderer {
     }
     // Collapse the perfectly nested parallel loops that start here.
     std::size_t run = 0;
-    std::string trips = "1";
     if (!in_parallel_) {
       while (scope + run < loops.size() && loops[scope + run].parallel &&
              (run == 0 || !homed_.count(scope + run))) {
         ++run;
       }
-      // Keep the innermost loop out of the collapse: a collapsed loop is one linear index,
-      // which the compiler cannot vectorize.
-      if (run > 1 && scope + run == loops.size()) --run;
-      for (std::size_t k = 0; k < run; ++k) trips += " * " + expr(loops[scope + k].extent);
     }
+    if (run > 1 && scope + run == loops.size()) {
+      // Keep the innermost loop out of the collapse, so that it vectorizes (a collapsed loop
+      // is one linear index) -- unless the outer loops are too few to share (a decode step's
+      // [1, n] rows): then the innermost loop is collapsed too, and split across threads.
+      const std::string outer = trips_text(scope, run - 1);
+      line(indent, "if (" + outer + " >= " + std::to_string(kOuterTripsToShare) + ") {");
+      emit_parallel_nest(scope, indent + 1, run - 1);
+      line(indent, "} else {");
+      emit_parallel_nest(scope, indent + 1, run);
+      line(indent, "}");
+      return;
+    }
+    emit_parallel_nest(scope, indent, run);
+  }
+
+  // Output loops scope .. scope+run-1 collapsed into one `omp parallel for` (a plain loop when
+  // run is 0), then everything inside them.
+  void emit_parallel_nest(std::size_t scope, std::size_t indent, std::size_t run) {
+    const std::vector<graph::Loop>& loops = body_.loops();
     if (run > 0) {
+      // Parallel by work, not by trip count: the iterations times what each does (the loops
+      // and reductions inside) must pay for waking the threads.
       line(indent, "#pragma omp parallel for collapse(" + std::to_string(run) +
-                       ") schedule(static) if(" + trips + " >= 4096)");
+                       ") schedule(static) if(" + trips_text(scope, run) + " > 1 && " +
+                       work_text(scope) + " >= " + std::to_string(kParallelWork) + ")");
       in_parallel_ = true;
     }
     const std::size_t loops_here = run > 0 ? run : 1;
@@ -488,6 +513,57 @@ class Renderer {
     }
     emit_output_scope(scope + loops_here, indent + loops_here);
     for (std::size_t k = loops_here; k-- > 0;) line(indent + k, "}");
+    if (run > 0) in_parallel_ = false;
+  }
+
+  // The iterations of output loops scope .. scope+run-1, as C.
+  std::string trips_text(std::size_t scope, std::size_t run) const {
+    Expr trips = 1;
+    for (std::size_t k = 0; k < run; ++k) trips = trips * body_.loops()[scope + k].extent;
+    return expr(graph::simplify(trips));
+  }
+
+  // An estimate of the scalar operations under output loop `scope`, as C: one store per
+  // iteration of it and the loops inside, plus every reduction's trips. Extents that depend on
+  // a loop variable (a causal mask's row length) count at the variable's largest value.
+  std::string work_text(std::size_t scope) const {
+    std::map<std::string, Expr> largest;  // loop variable -> its extent
+    for (const graph::Loop& loop : body_.loops()) largest[loop.var] = loop.extent;
+    for (const Scalar& n : nodes_) {
+      if (n.op == ScalarOp::Reduce) largest[n.var] = n.extent;
+    }
+    auto bounded = [&](Expr e) {
+      for (int round = 0; round < 4; ++round) {  // extents may name outer loop variables
+        bool loose = false;
+        for (const std::string& d : graph::free_dims(e)) loose = loose || loop_vars_.count(d);
+        if (!loose) return e;
+        try {
+          e = graph::substitute(e, largest);
+        } catch (const support::UserError&) {
+          return Expr(1);  // a replacement that may be negative: count one trip
+        }
+      }
+      return Expr(1);  // still unbounded: count one trip
+    };
+    // Iterations of output loops scope .. end-1, each extent bounded.
+    auto iterations = [&](std::size_t end) {
+      Expr n = 1;
+      for (std::size_t k = scope; k < end; ++k) n = n * bounded(body_.loops()[k].extent);
+      return n;
+    };
+    Expr work = iterations(body_.loops().size());  // the stores
+    for (std::size_t id = 0; id < nodes_.size(); ++id) {
+      if (!live_[id] || nodes_[id].op != ScalarOp::Reduce) continue;
+      // A reduction runs once per iteration of the loops around it: its enclosing reductions
+      // and the output loops down to the scope it lives in (a softmax's row sum: once a row).
+      Expr trips = bounded(nodes_[id].extent);
+      std::size_t sc = home_[id].value_or(0);
+      for (; scopes_[sc].reduce; sc = scopes_[sc].parent) {
+        trips = trips * bounded(nodes_[*scopes_[sc].reduce].extent);
+      }
+      work = work + trips * iterations(std::max(sc, scope));
+    }
+    return expr(graph::simplify(work));
   }
 
   const Body& body_;

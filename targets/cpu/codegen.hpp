@@ -10,7 +10,9 @@
 // - Each scalar node is computed once, in the innermost loop its variables need (loop-invariant
 //   code motion): a softmax's row max and row sum are computed once per row, not per element.
 // - The leading perfectly nested parallel output loops become one `omp parallel for
-//   collapse(n)`, taken only when the iteration count is large enough to pay for the threads.
+//   collapse(n)`, taken only when the work under it (iterations times the inner loops and
+//   reductions) pays for the threads; the innermost loop joins the collapse only when the
+//   outer loops are too few to share (then two versions of the nest, chosen at run time).
 // - A sum reduction's loop is an `omp simd reduction(+: ...)` when it holds no inner loop, so
 //   it vectorizes (summation order then differs from the reference; results agree within
 //   tolerance).

@@ -64,6 +64,16 @@ const char* JitCompiler::flags() {
 }
 
 JitCompiler::JitCompiler(fs::path cache_root) {
+  // The kernels load the OpenMP runtime, which reads its wait policy once, when loaded: idle
+  // threads sleep at once (passive) unless the user chose otherwise. Spinning threads starve
+  // the serial work between parallel kernels on a busy machine (measured on 2 cores, `kiln
+  // run attention`, median of 9: 2 threads 104-144 ms spinning vs 54-58 ms on 1 thread, and
+  // 20-51 ms passive); small kernels stay on one thread (codegen.cpp), so few regions pay
+  // the wake-up. libgomp takes GOMP_SPINCOUNT over the policy, so both are left alone when
+  // either is set.
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+    ::setenv("OMP_WAIT_POLICY", "passive", 0);
+  }
   const char* cxx = std::getenv("KILN_CXX");
   compiler_ = cxx && *cxx ? cxx : "g++";
   std::string version;

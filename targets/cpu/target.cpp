@@ -8,6 +8,7 @@
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/gemm.hpp"
 #include "targets/cpu/jit.hpp"
+#include "targets/cpu/threads.hpp"
 #include "targets/host_device.hpp"
 
 #ifndef KILN_CPU_RULES_DIR
@@ -44,7 +45,7 @@ class CpuDevice final : public HostDevice {
       throw support::UserError("cpu: no library op " + call.op + " for " +
                                std::string(graph::dtype_name(call.dtype)));
     }
-    cpu::gemm_openblas(call, buffers, dims);
+    cpu::gemm_cpu(call, buffers, dims);
   }
 };
 
@@ -54,6 +55,7 @@ class CpuTarget final : public runtime::Target {
     capabilities_.dtypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
                             DType::I32, DType::I64, DType::Bool, DType::U8};
     capabilities_.library_ops = {"gemm"};
+    cpu::load_thread_pool(jit_);
   }
   std::string name() const override { return "cpu"; }
   const runtime::Capabilities& capabilities() const override { return capabilities_; }
@@ -89,6 +91,8 @@ class CpuTarget final : public runtime::Target {
   }
   runtime::Device& device() override { return device_; }
   std::string fingerprint() const override { return "cpu;" + jit_.identity(); }
+  int set_threads(int threads) override { return cpu::set_threads(threads); }
+  int threads() const override { return cpu::threads_in_use(); }
 
  private:
   runtime::Capabilities capabilities_;

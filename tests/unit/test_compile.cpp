@@ -113,6 +113,7 @@ TEST_CASE("compile: the mlp example compiles to Gemm calls and matches the inter
   CHECK(max_error(b.graph(), p, *target, dims) < 1e-4);
   REQUIRE(p.groups.size() == 1);
   CHECK(p.groups[0].program.report.rejected.empty());
+  CHECK(p.groups[0].program.report.stop_reason == "saturated");
 
   // A second compile over the same cache measures nothing and gives the same program.
   compiler::Measurer again(*target, cache);
@@ -347,4 +348,40 @@ TEST_CASE("compile: an in-place form the runtime refuses is dropped and extracti
   CHECK(kiln::testing::contains(r->why, "in place"));
   CHECK(in_place_steps(c.program.llir) == 0);
   CHECK(c.error < 1e-6);
+}
+
+TEST_CASE("compile: a saturation stopped by a limit says so, and the checked one-op program "
+          "stands in", "[compile]") {
+  GraphBuilder b;
+  examples::find_example("mlp")->build(b);
+  auto target = targets::make_target("cpu");
+  const fs::path cache = fresh_dir("compile-limit");
+  compiler::Measurer measurer(*target, cache);
+  const graph::DimValues dims{{"batch", 4}};
+  compiler::CompileOptions o = options(dims);
+  o.search.limits.max_rows = 40;  // fewer rows than the encoded graph: nothing executable grows
+  compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, o);
+  const compiler::GroupReport& r = p.groups.at(0).program.report;
+  CHECK(r.stop_reason == "node limit");
+  CHECK(r.kept_one_op);
+  CHECK(max_error(b.graph(), p, *target, dims) < 1e-4);
+  fs::remove_all(cache);
+}
+
+TEST_CASE("compile: rule files are found by dropping them into the rules folder", "[compile]") {
+  const fs::path dir = fresh_dir("rule-files");
+  fs::create_directories(dir / "fusion");
+  for (const char* name : {"hlir.egg", "pipeline.egg", "zeta.egg", "alpha.egg", "fusion/inline.egg",
+                           "notes.txt"}) {
+    std::ofstream(dir / name) << ";; empty\n";
+  }
+  compiler::CompileOptions o;
+  o.rules_dir = dir;
+  auto target = targets::make_target("reference");  // no rule files of its own
+  const std::vector<fs::path> files = compiler::rule_files(o, *target);
+  std::vector<std::string> names;
+  for (const fs::path& f : files) names.push_back(fs::relative(f, dir).string());
+  // hlir.egg first, the rest in path order, never the schedule or other files.
+  CHECK(names == std::vector<std::string>{"hlir.egg", "alpha.egg", "fusion/inline.egg", "zeta.egg"});
+  fs::remove_all(dir);
 }

@@ -83,3 +83,65 @@ TEST_CASE("gemm on OpenBLAS equals the reference for every layout", "[gemm]") {
   CHECK(kiln::testing::contains(kiln::testing::user_error_of([] { targets::make_target("tpu"); }),
                                 "unknown target 'tpu' (known: cpu, reference)"));
 }
+
+// Products split across threads (by batch entry, rows or columns of C) and matrix-vector
+// products (one row or one column of C, in f32: the streaming kernels) agree with the
+// reference for every layout, with strided vectors and padded leading dims, on 1 and 2 threads.
+TEST_CASE("gemm: split and matrix-vector products equal the reference", "[gemm][threads]") {
+  auto cpu = targets::make_target("cpu");
+  auto reference = targets::make_target("reference");
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  struct Shape {
+    long long batch, m, n, k;
+  };
+  // Sizes above the parallel thresholds (gemm.hpp), and odd so that slices have tails.
+  const std::vector<Shape> shapes = {{1, 1, 301, 203}, {3, 1, 77, 45},   {1, 257, 1, 201},
+                                     {2, 45, 1, 39},   {1, 67, 203, 61}, {2, 203, 37, 61},
+                                     {1, 1, 1, 5}};
+  for (int threads : {1, 2}) {
+    cpu->set_threads(threads);
+    for (DType dtype : {DType::F32, DType::F64}) {
+      for (const Shape& sh : shapes) {
+        for (int ta = 0; ta < 2; ++ta) {
+          for (int tb = 0; tb < 2; ++tb) {
+            const long long lda = (ta ? sh.m : sh.k) + 3, ldb = (tb ? sh.k : sh.n) + 2;
+            const long long ldc = sh.n + 1;
+            runtime::LibraryCall call;
+            call.op = "gemm";
+            call.dtype = dtype;
+            call.params = {{"m", Expr(sh.m)},
+                           {"n", Expr(sh.n)},
+                           {"k", Expr(sh.k)},
+                           {"batch", Expr(sh.batch)},
+                           {"trans_a", Expr(ta)},
+                           {"trans_b", Expr(tb)},
+                           {"lda", Expr(lda)},
+                           {"ldb", Expr(ldb)},
+                           {"ldc", Expr(ldc)},
+                           {"stride_a", Expr((ta ? sh.k : sh.m) * lda)},
+                           {"stride_b", Expr((tb ? sh.n : sh.k) * ldb)},
+                           {"stride_c", Expr(sh.m * ldc)},
+                           {"offset_a", Expr(1)},
+                           {"offset_b", Expr(2)}};
+            std::vector<double> a(
+                static_cast<std::size_t>(1 + sh.batch * (ta ? sh.k : sh.m) * lda));
+            std::vector<double> b(
+                static_cast<std::size_t>(2 + sh.batch * (tb ? sh.n : sh.k) * ldb));
+            for (double& x : a) x = dist(rng);
+            for (double& x : b) x = dist(rng);
+            const auto c_size = static_cast<std::size_t>(sh.batch * sh.m * ldc);
+            const std::vector<double> want = run_gemm(*reference, call, a, b, c_size);
+            const std::vector<double> got = run_gemm(*cpu, call, a, b, c_size);
+            for (std::size_t i = 0; i < c_size; ++i) {
+              INFO("threads " << threads << " m " << sh.m << " n " << sh.n << " k " << sh.k
+                              << " ta " << ta << " tb " << tb << " i " << i);
+              REQUIRE(got[i] == Approx(want[i]).epsilon(1e-4).margin(1e-4));
+            }
+          }
+        }
+      }
+    }
+  }
+  cpu->set_threads(0);
+}
