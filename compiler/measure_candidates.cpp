@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "graph/memory_estimate.hpp"
+
 namespace kiln::compiler {
 
 namespace {
@@ -49,6 +51,15 @@ void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& val
     Sized s = size_candidate(c, values, dims);
     if (!s.candidate) {
       reject(c, "at the real dims: " + s.why, rules_of, report, verbose);
+      continue;
+    }
+    // Buffers that would crowd this machine's memory (a broadcast product materialized at the
+    // real dims) are not allocated: such a candidate is never the fast one.
+    if (bytes_of(*s.candidate) > static_cast<double>(graph::physical_memory_bytes()) / 4) {
+      reject(c, "not measured: its buffers need " +
+                    std::to_string(static_cast<long long>(bytes_of(*s.candidate)) >> 20) +
+                    " MiB at the real dims, more than a quarter of this machine's memory",
+             rules_of, report, verbose);
       continue;
     }
     sized.emplace_back(&c, std::move(*s.candidate));

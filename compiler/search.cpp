@@ -2,6 +2,8 @@
 #include "compiler/search.hpp"
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -12,10 +14,13 @@
 #include "compiler/egraph_view.hpp"
 #include "compiler/extract_program.hpp"
 #include "compiler/measure_candidates.hpp"
+#include "compiler/lower_program.hpp"
 #include "compiler/verify_program.hpp"
 #include "graph/body_lower.hpp"
 #include "graph/interpret.hpp"
+#include "graph/memory_estimate.hpp"
 #include "graph/random_inputs.hpp"
+#include "runtime/buffer_plan.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::compiler {
@@ -223,28 +228,54 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
                     "; the one-op program fails its check: " + baseline_why + "; " +
                     std::to_string(report.rejected.size()) + " rejection(s):" + rejections);
   }
+  // Timing at the real dims: a program whose buffers would not fit, or that crashes or hangs
+  // there, is not timed (and not used) instead of failing the compile.
+  auto timed = [&](const GroupProgram& p, const std::string& what) -> std::optional<double> {
+    std::string why;
+    try {
+      const runtime::BufferPlan plan = runtime::plan_buffers(standalone_llir(p, g), options.dims);
+      const double limit = static_cast<double>(graph::physical_memory_bytes()) / 4;
+      if (static_cast<double>(plan.arena_bytes) > limit) {
+        why = "not timed: its buffers need " + std::to_string(plan.arena_bytes >> 20) +
+              " MiB at the real dims, more than a quarter of this machine's memory";
+      } else {
+        return time_program(p, chunk, target, measurer, options.dims, options.seed);
+      }
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    report.rejected.push_back({what, why, {}});
+    if (options.verbose) std::cerr << "  " << what << ": " << why << "\n";
+    return std::nullopt;
+  };
   if (!chosen) {
     report.rejected.push_back({"the search", "no checked program from the rules: the one-op "
                                "program is used", {}});
     report.kept_one_op = true;
-    report.one_op_seconds = time_program(baseline, chunk, target, measurer, options.dims, options.seed);
+    report.one_op_seconds = timed(baseline, "the one-op program").value_or(0.0);
     report.program_seconds = report.one_op_seconds;
     baseline.report = report;
     return baseline;
   }
-  report.program_seconds = time_program(*chosen, chunk, target, measurer, options.dims, options.seed);
-  if (baseline_why.empty()) {
-    report.one_op_seconds =
-        time_program(baseline, chunk, target, measurer, options.dims, options.seed);
-    // The one-op program replaces the searched one only when clearly faster: end-to-end times
-    // on a busy machine are noisy, and the per-kernel measurements already chose.
-    if (report.one_op_seconds < 0.7 * report.program_seconds) {
-      report.kept_one_op = true;
-      baseline.report = report;
-      return baseline;
-    }
-  } else {
-    report.rejected.push_back({"the one-op program", baseline_why, {}});
+  // Not timed: infinitely slow.
+  constexpr double kNotTimed = std::numeric_limits<double>::infinity();
+  const double program_seconds = timed(*chosen, "the chosen program").value_or(kNotTimed);
+  const double one_op_seconds =
+      baseline_why.empty() ? timed(baseline, "the one-op program").value_or(kNotTimed) : kNotTimed;
+  if (!baseline_why.empty()) report.rejected.push_back({"the one-op program", baseline_why, {}});
+  report.program_seconds = std::isfinite(program_seconds) ? program_seconds : 0.0;
+  report.one_op_seconds = std::isfinite(one_op_seconds) ? one_op_seconds : 0.0;
+  if (!std::isfinite(program_seconds) && !std::isfinite(one_op_seconds)) {
+    throw UserError("compile: neither the chosen nor the one-op program of this chunk could be "
+                    "timed at the real dims: " + report.rejected.back().why);
+  }
+  // The one-op program replaces the searched one only when clearly faster (end-to-end times on
+  // a busy machine are noisy, and the per-kernel measurements already chose), or when the
+  // searched one could not be timed.
+  if (std::isfinite(one_op_seconds) && one_op_seconds < 0.7 * program_seconds) {
+    report.kept_one_op = true;
+    baseline.report = report;
+    return baseline;
   }
   chosen->report = report;
   return *chosen;
