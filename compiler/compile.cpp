@@ -47,7 +47,7 @@ std::vector<fs::path> rule_files(const CompileOptions& options, const runtime::T
   files.insert(files.end(), found.begin(), found.end());
   for (const fs::path& f : target.rule_files()) files.push_back(f);
   for (const fs::path& f : options.extra_rules) {
-    if (!fs::exists(f)) throw support::UserError("compile: --rules " + f.string() + ": no such file");
+    if (!fs::exists(f)) throw support::UserError("rule file " + f.string() + ": no such file");
     files.push_back(f);
   }
   return files;
