@@ -1,10 +1,12 @@
-// The primitives of the Body sort: what rules may ask of a kernel. Transformations
-// (body-inline, body-tile, body-split-reduce) arrive with fusion.
+// The primitives of the Body sort: what rules may ask of a kernel, and the transformations
+// rules may apply to one (graph/ does the how; rule files decide when).
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "compiler/sorts.hpp"
+#include "graph/body_inline.hpp"
+#include "graph/body_merge_inputs.hpp"
 
 namespace kiln::compiler {
 
@@ -28,6 +30,42 @@ void add_body_primitives(engine::EGraph& egraph, const GraphSorts& s) {
     for (const graph::Scalar& x : b.scalars()) n += x.op == graph::ScalarOp::Reduce ? 1 : 0;
     return n;
   });
+  count("body-compute-nodes", [](const graph::Body& b) { return graph::body_compute_nodes(b); });
+
+  // (body-inline consumer slot producer): the consumer computing input `slot` itself from the
+  // producer's inputs, spliced in at `slot` (graph/body_inline.hpp); fails, with the reason,
+  // where inlining cannot be done.
+  auto slot_of = [](engine::Value v) -> std::size_t {
+    const std::int64_t k = engine::I64Sort::get(v);
+    if (k < 0) throw support::UserError("negative input slot " + std::to_string(k));
+    return static_cast<std::size_t>(k);
+  };
+  table.add(engine::Primitive{"body-inline", {s.body, s.i64, s.body}, s.body, false,
+                              guarded([bs, slot_of](const engine::Value* a, std::size_t,
+                                                    engine::Value& r) {
+                                r = bs->make(graph::inline_input(bs->get(a[0]), slot_of(a[1]),
+                                                                 bs->get(a[2])));
+                                return true;
+                              })});
+  // (body-merge-inputs b keep drop): b reading input `drop` from `keep`, `drop` removed.
+  table.add(engine::Primitive{"body-merge-inputs", {s.body, s.i64, s.i64}, s.body, false,
+                              guarded([bs, slot_of](const engine::Value* a, std::size_t,
+                                                    engine::Value& r) {
+                                r = bs->make(graph::merge_inputs(bs->get(a[0]), slot_of(a[1]),
+                                                                 slot_of(a[2])));
+                                return true;
+                              })});
+  // (body-read-factor consumer slot producer): how many times inlining computes each producer
+  // element (graph::inline_read_factor); fails when that grows with a dim.
+  table.add(engine::Primitive{"body-read-factor", {s.body, s.i64, s.body}, s.i64, false,
+                              guarded([bs, slot_of](const engine::Value* a, std::size_t,
+                                                    engine::Value& r) {
+                                std::optional<std::int64_t> f = graph::inline_read_factor(
+                                    bs->get(a[0]), slot_of(a[1]), bs->get(a[2]));
+                                if (!f) return fail_because("the read factor grows with a dim");
+                                r = engine::I64Sort::make(*f);
+                                return true;
+                              })});
   table.add(engine::Primitive{"body-key", {s.body}, s.string, false,
                               [bs, str](const engine::Value* a, std::size_t, engine::Value& r) {
                                 const support::Hash128 key = bs->get(a[0]).key();

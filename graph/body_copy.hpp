@@ -1,0 +1,57 @@
+// Copying a Body's nodes into a BodyBuilder with its variables substituted and its inputs
+// renumbered: the one mechanism of the Body transformations (inlining, merging inputs).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+
+namespace kiln::graph {
+
+// Copies the nodes of `src` into `b` with its variables substituted (reduction variables get
+// fresh names from the builder as their Reduce is reached, so the result's names follow the
+// result's shape), its input slots moved by `slot_of`, `extra_valid` and-ed into every load's
+// validity, and the loads of one slot replaced by `inline_load` (given the load's substituted
+// position and validity). Nodes are created in a post-order walk from the roots copied, so
+// equal results of different transformation orders build equal Bodies. `extents` receives
+// each fresh reduction variable with its extent.
+class BodyCopier {
+ public:
+  using InlineLoad = std::function<ScalarId(const Expr& position, const Expr& valid)>;
+
+  BodyCopier(BodyBuilder& b, const Body& src, std::map<std::string, Expr> subst,
+             std::function<std::size_t(std::size_t)> slot_of, Expr extra_valid,
+             std::map<std::string, Expr>& extents);
+
+  // Loads of `slot` become `load(position, valid)` instead of loads.
+  void inline_slot(std::size_t slot, InlineLoad load);
+
+  // The copy of node `id` of the source (memoized).
+  ScalarId copy(ScalarId id);
+
+  // The copy of the source's store, value and rows included, as a finished Body over the
+  // builder's loops (the caller recreated them).
+  Body finish(std::optional<std::size_t> output_aliases);
+
+ private:
+  Expr sub(const Expr& e) const;
+  ScalarId load(const Scalar& s);
+  ScalarId reduce(const Scalar& s);
+
+  BodyBuilder& b_;
+  const Body& src_;
+  std::map<std::string, Expr> subst_;
+  std::function<std::size_t(std::size_t)> slot_of_;
+  Expr extra_valid_;
+  std::map<std::string, Expr>& extents_;
+  std::vector<std::optional<ScalarId>> memo_;
+  std::optional<std::size_t> inline_slot_;
+  InlineLoad inline_load_;
+};
+
+}  // namespace kiln::graph
