@@ -52,6 +52,58 @@ static inline unsigned short kiln_bf16_store(float f) {
   u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16);
 }
 static inline float kiln_round_bf16(float x) { return kiln_bf16_load(kiln_bf16_store(x)); }
+static inline float kiln_exp2f(float x) {
+  // 2^x = 2^k * 2^f, k = round(x), f in [-0.5, 0.5]: a degree-6 polynomial (< 1 ulp), then the
+  // exponent in two halves so that 2^k stays representable down to subnormals. No branches,
+  // no libm call: the loop around it vectorizes.
+  const float c = x < -150.0f ? -150.0f : (x > 129.0f ? 129.0f : x);
+  const float k = ((c == c ? c : 0.0f) + 12582912.0f) - 12582912.0f;  // round to nearest
+  const float f = c - k;
+  float p = 1.5337577e-4f;
+  p = p * f + 1.3399860e-3f;
+  p = p * f + 9.6185198e-3f;
+  p = p * f + 5.5503290e-2f;
+  p = p * f + 2.4022646e-1f;
+  p = p * f + 6.9314718e-1f;
+  p = p * f + 1.0f;
+  const int ki = (int)k;
+  const int k1 = ki >> 1;
+  const int k2 = ki - k1;
+  const unsigned int b1 = (unsigned int)(k1 + 127) << 23, b2 = (unsigned int)(k2 + 127) << 23;
+  float s1, s2;
+  __builtin_memcpy(&s1, &b1, 4);
+  __builtin_memcpy(&s2, &b2, 4);
+  const float r = p * s1 * s2;
+  return x != x ? x : r;
+}
+static inline float kiln_log2f(float x) {
+  // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log2 m = 2/ln 2 * atanh(t), t = (m-1)/(m+1),
+  // |t| < 0.172, by its odd series to t^11. Subnormals are scaled up first; 0, negatives,
+  // infinities and NaN take their IEEE results (selects, not branches: it vectorizes).
+  const float scale = x < 1.17549435e-38f ? 8388608.0f : 1.0f;  // 2^23 for subnormals
+  const float y = x * scale;
+  unsigned int u;
+  __builtin_memcpy(&u, &y, 4);
+  const unsigned int mu = (u & 0x007fffffu) | 0x3f800000u;  // m in [1, 2)
+  float m;
+  __builtin_memcpy(&m, &mu, 4);
+  float e = (float)((int)((u >> 23) & 0xffu) - 127) - (scale > 1.0f ? 23.0f : 0.0f);
+  const float half = m > 1.41421356f ? 0.5f : 1.0f;
+  m = m * half;
+  e = e + (half < 1.0f ? 1.0f : 0.0f);
+  const float t = (m - 1.0f) / (m + 1.0f);
+  const float t2 = t * t;
+  float p = 1.0f / 11.0f;
+  p = p * t2 + 1.0f / 9.0f;
+  p = p * t2 + 1.0f / 7.0f;
+  p = p * t2 + 1.0f / 5.0f;
+  p = p * t2 + 1.0f / 3.0f;
+  p = p * t2 + 1.0f;
+  float r = 2.88539008f * t * p + e;
+  r = x == __builtin_inff() ? x : r;
+  r = x == 0.0f ? -__builtin_inff() : r;
+  return ((x < 0.0f) | (x != x)) ? __builtin_nanf("") : r;
+}
 )";
   return text;
 }
@@ -313,6 +365,12 @@ class Renderer {
     auto math = [&](const char* name) {
       return rounded(std::string("__builtin_") + name + (f64 ? "" : "f") + "(" + a(0) + ")", t);
     };
+    // exp2 and log2 in float: the prelude's branch-free versions, which vectorize (libm's are
+    // calls); double keeps libm's.
+    auto vector_math = [&](const char* name) {
+      if (f64) return math(name);
+      return rounded(std::string("kiln_") + name + "f(" + a(0) + ")", t);
+    };
     switch (s.op) {
       case ScalarOp::Const: case ScalarOp::Param: return value(id, params);
       case ScalarOp::Index: return std::string("(") + compute_type(t) + ")" + expr(s.index);
@@ -333,8 +391,8 @@ class Renderer {
         return "(" + expr(s.valid) + " ? " + element + " : " + literal(0, t) + ")";
       }
       case ScalarOp::Cast: return cast(a(0), nodes_[s.args[0]].dtype, t);
-      case ScalarOp::Exp2: return math("exp2");
-      case ScalarOp::Log2: return math("log2");
+      case ScalarOp::Exp2: return vector_math("exp2");
+      case ScalarOp::Log2: return vector_math("log2");
       case ScalarOp::Sin: return math("sin");
       case ScalarOp::Sqrt: return math("sqrt");
       case ScalarOp::Recip:

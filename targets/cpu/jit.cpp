@@ -60,7 +60,7 @@ std::string head(const std::string& log, std::size_t lines = 12) {
 }  // namespace
 
 const char* JitCompiler::flags() {
-  return "-std=c++17 -O3 -march=native -fPIC -shared -fopenmp -fno-math-errno -w";
+  return "-std=c++17 -O3 -march=native -fPIC -shared -fopenmp -fno-math-errno -fno-trapping-math -w";
 }
 
 JitCompiler::JitCompiler(fs::path cache_root) {

@@ -110,6 +110,9 @@ TEST_CASE("compile: the mlp example compiles to Gemm calls and matches the inter
   // The two 512-wide layers' matmuls: a Gemm call measures ~50x faster than the broadcast
   // product and its reduction, far beyond timing noise. (The 10-wide head is close either way.)
   CHECK(gemm_steps(p.llir) >= 2);
+  // Fusion: each layer's bias and ReLU (Add, LessThan, Cast, Mul: 4 one-op kernels) are one
+  // kernel after its matmul, and the last layer's bias is computed by the output's kernel.
+  CHECK(p.llir.num_steps() <= 6);
   CHECK(max_error(b.graph(), p, *target, dims) < 1e-4);
   REQUIRE(p.groups.size() == 1);
   CHECK(p.groups[0].program.report.rejected.empty());
@@ -121,6 +124,22 @@ TEST_CASE("compile: the mlp example compiles to Gemm calls and matches the inter
   CHECK(again.stats().measured == 0);
   CHECK(again.stats().cache_hits > 0);
   CHECK(runtime::to_text(q.llir, true) == runtime::to_text(p.llir, true));
+  fs::remove_all(cache);
+}
+
+TEST_CASE("compile: a chain of five elementwise ops is one kernel", "[compile]") {
+  GraphBuilder b;
+  const Expr n = Expr::dim("n");
+  GraphTensor x = b.input("x", {n, Expr(64)}, DType::F32);
+  GraphTensor y = b.input("y", {n, Expr(64)}, DType::F32);
+  graph::sqrt(graph::recip((graph::exp(x) + y) * x * x + 3.0)).output("z");
+  auto target = targets::make_target("cpu");
+  const fs::path cache = fresh_dir("compile-chain");
+  compiler::Measurer measurer(*target, cache);
+  const graph::DimValues dims{{"n", 256}};
+  compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, options(dims));
+  CHECK(p.llir.num_steps() == 1);  // the output's kernel computes the whole chain
+  CHECK(max_error(b.graph(), p, *target, dims) < 1e-5);
   fs::remove_all(cache);
 }
 
