@@ -198,6 +198,13 @@ class ActionBuilder {
         for (const auto& s : sorts) list += (list.empty() ? "" : " ") + sort_name(scope_.egraph, *s);
         throw UserError("no primitive '" + name + "' takes (" + list + ")", e.span);
       }
+      if (candidates.size() > 1 && candidates[0]->output != candidates[1]->output) {
+        // e.g. (vec-empty) with two Vec sorts declared: nothing says which one is meant.
+        throw UserError("cannot infer the sort of this '" + name + "': it could be " +
+                            sort_name(scope_.egraph, candidates[0]->output) + " or " +
+                            sort_name(scope_.egraph, candidates[1]->output),
+                        e.span);
+      }
       const Primitive* p = candidates[0];
       SortId out = p->output;
       if (out == kAnySort) {
@@ -207,7 +214,17 @@ class ActionBuilder {
       }
       std::vector<Operand> operands;
       for (const Typed& t : args) operands.push_back(t.operand);
-      return {Operand::reg_of(emit(ActionOp::Primitive, 0, std::move(operands), e.span, p)), out};
+      std::uint32_t dst = emit(ActionOp::Primitive, 0, std::move(operands), e.span, p);
+      // Arguments holding e-classes (a global's value, a class merged earlier in the same
+      // actions) are canonicalized before the call, so containers compare by canonical members.
+      bool holds_classes = false;
+      for (const auto& s : sorts) {
+        holds_classes |= scope_.egraph.is_eq(*s) || scope_.egraph.sort(*s).holds_eclasses;
+      }
+      if (holds_classes) {
+        for (const auto& s : sorts) program_.instrs.back().arg_sorts.push_back(*s);
+      }
+      return {Operand::reg_of(dst), out};
     }
     throw UserError("unknown function '" + name + "'", e.items[0].span);
   }

@@ -284,7 +284,10 @@ class QueryBuilder {
       std::uint32_t root = find(s);
       const Slot& slot = slots_[root];
       if (slot.constant) {
-        return engine::QueryTerm::literal(*slot.constant, scope_.egraph.is_eq(*slot.sort));
+        const engine::Sort& sort = scope_.egraph.sort(*slot.sort);
+        return engine::QueryTerm::literal(
+            *slot.constant, sort.is_eq,
+            sort.holds_eclasses ? std::optional<SortId>(*slot.sort) : std::nullopt);
       }
       if (var_of[root] < 0) {
         var_of[root] = out.query.num_vars();

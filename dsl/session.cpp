@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "dsl/options.hpp"
+#include "engine/container.hpp"
 #include "engine/extract.hpp"
 #include "engine/query_plan.hpp"
 #include "engine/runner.hpp"
@@ -135,7 +136,8 @@ void Session::check_new_name(const Sexp& name) const {
 
 SortId Session::lookup_sort(const Sexp& name) const {
   if (name.is_list()) {
-    throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", name.span);
+    throw UserError("name the container sort first, e.g. (sort IntVec (Vec i64)), and use that name",
+                    name.span);
   }
   const std::string& n = expect_symbol(name, "a sort name");
   std::optional<SortId> sort = state_.egraph.find_sort(n);
@@ -145,11 +147,31 @@ SortId Session::lookup_sort(const Sexp& name) const {
 
 void Session::declare_sort(const Sexp& c) {
   if (c.items.size() == 3) {
-    throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", c.items[2].span);
+    check_new_name(c.items[1]);
+    declare_container_sort(c.items[1].text, c.items[2]);
+    return;
   }
-  if (c.items.size() != 2) throw UserError("expected (sort Name)", c.span);
+  if (c.items.size() != 2) throw UserError("expected (sort Name) or (sort Name (Vec sort))", c.span);
   check_new_name(c.items[1]);
   state_.egraph.add_sort(engine::Sort{c.items[1].text, true, nullptr});
+}
+
+// `(Vec T)`, `(Set T)`, `(MultiSet T)`, `(Map K V)` or `(Pair A B)` over declared sorts.
+void Session::declare_container_sort(const std::string& name, const Sexp& spec) {
+  engine::ContainerKind kind{};
+  std::size_t arity = 0;
+  if (!spec.is_list() || spec.items.empty() || !spec.items[0].is_symbol() ||
+      !engine::container_kind(spec.items[0].text, kind, arity)) {
+    throw UserError("expected a container sort: (Vec T), (Set T), (MultiSet T), (Map K V) or (Pair A B)",
+                    spec.span);
+  }
+  if (spec.items.size() - 1 != arity) {
+    throw UserError(spec.items[0].text + " takes " + std::to_string(arity) + " sort argument(s)",
+                    spec.span);
+  }
+  std::vector<SortId> params;
+  for (std::size_t i = 1; i < spec.items.size(); ++i) params.push_back(lookup_sort(spec.items[i]));
+  engine::add_container_sort(state_.egraph, builtins_, name, kind, std::move(params));
 }
 
 void Session::add_constructor(const std::string& name, const std::vector<SortId>& inputs,
@@ -202,14 +224,20 @@ void Session::declare_datatypes(const Sexp& c) {
     if (!group.is_list() || group.items.empty()) {
       throw UserError("expected (Name (Variant sorts...) ...)", group.span);
     }
-    if (group.items[0].is_symbol("sort")) {
-      throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", group.span);
-    }
+    if (group.items[0].is_symbol("sort")) continue;  // containers come once all names exist
     check_new_name(group.items[0]);
     state_.egraph.add_sort(engine::Sort{group.items[0].text, true, nullptr});
   }
   for (std::size_t i = 1; i < c.items.size(); ++i) {
     const Sexp& group = c.items[i];
+    if (!group.items[0].is_symbol("sort")) continue;
+    if (group.items.size() != 3) throw UserError("expected (sort Name (Vec sort))", group.span);
+    check_new_name(group.items[1]);
+    declare_container_sort(group.items[1].text, group.items[2]);
+  }
+  for (std::size_t i = 1; i < c.items.size(); ++i) {
+    const Sexp& group = c.items[i];
+    if (group.items[0].is_symbol("sort")) continue;
     declare_variants(*state_.egraph.find_sort(group.items[0].text), group, 1);
   }
 }

@@ -52,6 +52,7 @@ class Session {
   void dispatch(const Sexp& command);
 
   void declare_sort(const Sexp& c);
+  void declare_container_sort(const std::string& name, const Sexp& spec);
   void declare_datatype(const Sexp& c);
   void declare_datatypes(const Sexp& c);
   void declare_variants(engine::SortId sort, const Sexp& list, std::size_t first);

@@ -34,6 +34,9 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
       }
       case ActionOp::Primitive: {
         Value result = 0;
+        for (std::size_t i = 0; i < instr.arg_sorts.size(); ++i) {
+          args[i] = egraph.canonical(instr.arg_sorts[i], args[i]);
+        }
         std::string& reason = primitive_failure_reason();
         reason.clear();
         if (!instr.primitive->apply(args, count, result)) {

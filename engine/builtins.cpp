@@ -470,6 +470,10 @@ Value F64Sort::make(double x) const {
   return first_spelling_.emplace(key, bits_of(x)).first->second;
 }
 
+int F64Sort::compare(Value a, Value b) const {
+  return compare_f64(get(a), get(b));
+}
+
 double F64Sort::get(Value v) {
   return to_double(v);
 }

@@ -40,6 +40,10 @@ class TreeExtractor {
   std::optional<std::uint64_t> node_cost(const ENode& node) const;
   void print_node(const ENode& node, std::string& out) const;
   void print_value(SortId sort, Value value, std::string& out) const;
+  void print_container(const ContainerSort& sort, Value value, std::string& out) const;
+  // egglog's order of printed terms (by head name, then arguments; literals by their sort's
+  // order): the order in which set, multiset and map elements print.
+  int compare_terms(SortId sort, Value a, Value b) const;
 
   const EGraph& egraph_;
   std::map<Value, Best> best_;  // by canonical e-class id

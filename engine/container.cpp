@@ -1,0 +1,391 @@
+#include "engine/container.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "engine/egraph.hpp"
+#include "support/hash.hpp"
+
+namespace kiln::engine {
+
+namespace {
+
+using i64 = std::int64_t;
+using Items = std::vector<Value>;
+
+// Sorts key/value pairs by key, keeping the last value given for a key.
+Items normalize_map(const Items& items) {
+  std::map<Value, Value> entries;
+  for (std::size_t i = 0; i + 1 < items.size(); i += 2) entries[items[i]] = items[i + 1];
+  Items out;
+  out.reserve(entries.size() * 2);
+  for (const auto& [k, v] : entries) {
+    out.push_back(k);
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Index of key `k` in a normalized map's items, or npos.
+std::size_t map_find(const Items& items, Value k) {
+  for (std::size_t lo = 0, hi = items.size() / 2; lo < hi;) {
+    std::size_t mid = (lo + hi) / 2;
+    if (items[2 * mid] == k) return 2 * mid;
+    if (items[2 * mid] < k) lo = mid + 1;
+    else hi = mid;
+  }
+  return static_cast<std::size_t>(-1);
+}
+
+// Registers the primitives of one container sort. Every closure holds the sort, whose intern
+// table outlives all e-graph copies.
+class ContainerPrimitives {
+ public:
+  ContainerPrimitives(PrimitiveTable& table, const Builtins& b, SortId self,
+                      std::shared_ptr<const ContainerSort> sort)
+      : table_(table), b_(b), self_(self), sort_(std::move(sort)) {}
+
+  void add(const std::string& name, std::vector<SortId> inputs, SortId output, PrimitiveFn fn,
+           bool variadic = false) {
+    table_.add(Primitive{name, std::move(inputs), output, variadic, std::move(fn)});
+  }
+
+  // f(items of args[0], args, result items) -> false on failure; the result is a container.
+  template <class Op>
+  PrimitiveFn to_self(Op op) const {
+    auto sort = sort_;
+    return [sort, op](const Value* a, std::size_t n, Value& r) {
+      Items out;
+      if (!op(*sort, a, n, out)) return false;
+      r = sort->make(std::move(out));
+      return true;
+    };
+  }
+
+  void vec() {
+    SortId t = sort_->params()[0];
+    auto sort = sort_;
+    add("vec-empty", {}, self_, to_self([](const ContainerSort&, const Value*, std::size_t, Items&) { return true; }));
+    add("vec-of", {t}, self_, to_self([](const ContainerSort&, const Value* a, std::size_t n, Items& out) {
+          out.assign(a, a + n);
+          return true;
+        }), true);
+    add("vec-append", {self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t n, Items& out) {
+          for (std::size_t i = 0; i < n; ++i) {
+            const Items& part = s.items(a[i]);
+            out.insert(out.end(), part.begin(), part.end());
+          }
+          return true;
+        }), true);
+    add("vec-push", {self_, t}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          out.push_back(a[1]);
+          return true;
+        }));
+    add("vec-pop", {self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          if (!out.empty()) out.pop_back();
+          return true;
+        }));
+    add("vec-get", {self_, b_.i64}, t, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      i64 i = I64Sort::get(a[1]);
+      if (i < 0 || static_cast<std::size_t>(i) >= items.size()) return false;
+      r = items[static_cast<std::size_t>(i)];
+      return true;
+    });
+    add("vec-set", {self_, b_.i64, t}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          i64 i = I64Sort::get(a[1]);
+          if (i < 0 || static_cast<std::size_t>(i) >= out.size()) return false;
+          out[static_cast<std::size_t>(i)] = a[2];
+          return true;
+        }));
+    add("vec-remove", {self_, b_.i64}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          i64 i = I64Sort::get(a[1]);
+          if (i < 0 || static_cast<std::size_t>(i) >= out.size()) return false;
+          out.erase(out.begin() + i);
+          return true;
+        }));
+    add("vec-length", {self_}, b_.i64, [sort](const Value* a, std::size_t, Value& r) {
+      r = I64Sort::make(static_cast<i64>(sort->items(a[0]).size()));
+      return true;
+    });
+    add("vec-contains", {self_, t}, b_.unit, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      r = 0;
+      return std::find(items.begin(), items.end(), a[1]) != items.end();
+    });
+    add("vec-not-contains", {self_, t}, b_.unit, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      r = 0;
+      return std::find(items.begin(), items.end(), a[1]) == items.end();
+    });
+    if (t == b_.i64) {
+      add("vec-range", {b_.i64}, self_, to_self([](const ContainerSort&, const Value* a, std::size_t, Items& out) {
+            for (i64 i = 0, n = I64Sort::get(a[0]); i < n; ++i) out.push_back(I64Sort::make(i));
+            return true;
+          }));
+    }
+  }
+
+  // Set and MultiSet share their membership primitives; `prefix` is set- or multiset-.
+  void membership(const std::string& prefix, SortId t) {
+    auto sort = sort_;
+    add(prefix + "contains", {self_, t}, b_.unit, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      r = 0;
+      return std::binary_search(items.begin(), items.end(), a[1]);
+    });
+    add(prefix + "not-contains", {self_, t}, b_.unit, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      r = 0;
+      return !std::binary_search(items.begin(), items.end(), a[1]);
+    });
+    add(prefix + "length", {self_}, b_.i64, [sort](const Value* a, std::size_t, Value& r) {
+      r = I64Sort::make(static_cast<i64>(sort->items(a[0]).size()));
+      return true;
+    });
+    add(prefix + "of", {t}, self_, to_self([](const ContainerSort&, const Value* a, std::size_t n, Items& out) {
+          out.assign(a, a + n);
+          return true;
+        }), true);
+    add(prefix + "insert", {self_, t}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          out.push_back(a[1]);
+          return true;
+        }));
+  }
+
+  void set() {
+    SortId t = sort_->params()[0];
+    auto sort = sort_;
+    membership("set-", t);
+    add("set-empty", {}, self_, to_self([](const ContainerSort&, const Value*, std::size_t, Items&) { return true; }));
+    add("set-remove", {self_, t}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          out.erase(std::remove(out.begin(), out.end(), a[1]), out.end());
+          return true;
+        }));
+    add("set-get", {self_, b_.i64}, t, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      i64 i = I64Sort::get(a[1]);
+      if (i < 0 || static_cast<std::size_t>(i) >= items.size()) return false;
+      r = items[static_cast<std::size_t>(i)];
+      return true;
+    });
+    auto combine = [&](const char* name, auto op) {
+      add(name, {self_, self_}, self_, to_self([op](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+            const Items& x = s.items(a[0]);
+            const Items& y = s.items(a[1]);
+            op(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
+            return true;
+          }));
+    };
+    combine("set-union", [](auto... args) { std::set_union(args...); });
+    combine("set-diff", [](auto... args) { std::set_difference(args...); });
+    combine("set-intersect", [](auto... args) { std::set_intersection(args...); });
+  }
+
+  void multiset() {
+    SortId t = sort_->params()[0];
+    auto sort = sort_;
+    membership("multiset-", t);
+    // Removes one occurrence; fails when there is none.
+    add("multiset-remove", {self_, t}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          auto at = std::lower_bound(out.begin(), out.end(), a[1]);
+          if (at == out.end() || *at != a[1]) return false;
+          out.erase(at);
+          return true;
+        }));
+    add("multiset-count", {self_, t}, b_.i64, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      auto [lo, hi] = std::equal_range(items.begin(), items.end(), a[1]);
+      r = I64Sort::make(static_cast<i64>(hi - lo));
+      return true;
+    });
+    add("multiset-single", {t, b_.i64}, self_, to_self([](const ContainerSort&, const Value* a, std::size_t, Items& out) {
+          i64 n = I64Sort::get(a[1]);
+          if (n < 0) return false;
+          out.assign(static_cast<std::size_t>(n), a[0]);
+          return true;
+        }));
+    // pick: the first element in value order; pick-max: the last.
+    add("multiset-pick", {self_}, t, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      if (items.empty()) return false;
+      r = items.front();
+      return true;
+    });
+    add("multiset-pick-max", {self_}, t, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      if (items.empty()) return false;
+      r = items.back();
+      return true;
+    });
+    add("multiset-sum", {self_, self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          const Items& x = s.items(a[0]);
+          const Items& y = s.items(a[1]);
+          std::merge(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
+          return true;
+        }));
+    add("multiset-intersection", {self_, self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          const Items& x = s.items(a[0]);
+          const Items& y = s.items(a[1]);
+          std::set_intersection(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
+          return true;
+        }));
+    // Fails unless the second multiset is contained in the first.
+    add("multiset-subtract", {self_, self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          const Items& x = s.items(a[0]);
+          const Items& y = s.items(a[1]);
+          if (!std::includes(x.begin(), x.end(), y.begin(), y.end())) return false;
+          std::set_difference(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
+          return true;
+        }));
+    add("multiset-reset-counts", {self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          out.erase(std::unique(out.begin(), out.end()), out.end());
+          return true;
+        }));
+  }
+
+  void map() {
+    SortId k = sort_->params()[0], v = sort_->params()[1];
+    auto sort = sort_;
+    add("map-empty", {}, self_, to_self([](const ContainerSort&, const Value*, std::size_t, Items&) { return true; }));
+    add("map-insert", {self_, k, v}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          out.push_back(a[1]);
+          out.push_back(a[2]);
+          return true;
+        }));
+    add("map-get", {self_, k}, v, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      std::size_t at = map_find(items, a[1]);
+      if (at == static_cast<std::size_t>(-1)) return false;
+      r = items[at + 1];
+      return true;
+    });
+    add("map-contains", {self_, k}, b_.unit, [sort](const Value* a, std::size_t, Value& r) {
+      r = 0;
+      return map_find(sort->items(a[0]), a[1]) != static_cast<std::size_t>(-1);
+    });
+    add("map-not-contains", {self_, k}, b_.unit, [sort](const Value* a, std::size_t, Value& r) {
+      r = 0;
+      return map_find(sort->items(a[0]), a[1]) == static_cast<std::size_t>(-1);
+    });
+    add("map-remove", {self_, k}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
+          out = s.items(a[0]);
+          std::size_t at = map_find(out, a[1]);
+          if (at != static_cast<std::size_t>(-1)) out.erase(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(at) + 2);
+          return true;
+        }));
+    add("map-length", {self_}, b_.i64, [sort](const Value* a, std::size_t, Value& r) {
+      r = I64Sort::make(static_cast<i64>(sort->items(a[0]).size() / 2));
+      return true;
+    });
+  }
+
+  void pair() {
+    SortId l = sort_->params()[0], r = sort_->params()[1];
+    auto sort = sort_;
+    add("pair", {l, r}, self_, to_self([](const ContainerSort&, const Value* a, std::size_t, Items& out) {
+          out.assign(a, a + 2);
+          return true;
+        }));
+    add("pair-first", {self_}, l, [sort](const Value* a, std::size_t, Value& out) {
+      out = sort->items(a[0])[0];
+      return true;
+    });
+    add("pair-second", {self_}, r, [sort](const Value* a, std::size_t, Value& out) {
+      out = sort->items(a[0])[1];
+      return true;
+    });
+  }
+
+ private:
+  PrimitiveTable& table_;
+  const Builtins& b_;
+  SortId self_;
+  std::shared_ptr<const ContainerSort> sort_;
+};
+
+}  // namespace
+
+std::size_t ValueListHash::operator()(const std::vector<Value>& items) const {
+  return static_cast<std::size_t>(support::hash64(items.data(), items.size() * sizeof(Value)));
+}
+
+ContainerSort::ContainerSort(ContainerKind kind, std::vector<SortId> params, bool holds_eclasses)
+    : kind_(kind), params_(std::move(params)), holds_eclasses_(holds_eclasses) {}
+
+Value ContainerSort::make(std::vector<Value> items) const {
+  switch (kind_) {
+    case ContainerKind::Set:
+      std::sort(items.begin(), items.end());
+      items.erase(std::unique(items.begin(), items.end()), items.end());
+      break;
+    case ContainerKind::MultiSet:
+      std::sort(items.begin(), items.end());
+      break;
+    case ContainerKind::Map:
+      items = normalize_map(items);
+      break;
+    case ContainerKind::Vec:
+    case ContainerKind::Pair:
+      break;
+  }
+  return store_.intern(items);
+}
+
+const char* ContainerSort::head(Value v) const {
+  switch (kind_) {
+    case ContainerKind::Vec: return items(v).empty() ? "vec-empty" : "vec-of";
+    case ContainerKind::Set: return "set-of";
+    case ContainerKind::MultiSet: return "multiset-of";
+    case ContainerKind::Map: return "map-of";
+    case ContainerKind::Pair: return "pair";
+  }
+  return "";
+}
+
+std::string ContainerSort::print(Value v) const {
+  std::string out = std::string("(") + head(v);
+  for (Value item : items(v)) out += " #" + std::to_string(item);
+  return out + ")";
+}
+
+bool container_kind(const std::string& name, ContainerKind& kind, std::size_t& arity) {
+  static const std::map<std::string, std::pair<ContainerKind, std::size_t>> kinds{
+      {"Vec", {ContainerKind::Vec, 1}},   {"Set", {ContainerKind::Set, 1}},
+      {"MultiSet", {ContainerKind::MultiSet, 1}}, {"Map", {ContainerKind::Map, 2}},
+      {"Pair", {ContainerKind::Pair, 2}}};
+  auto found = kinds.find(name);
+  if (found == kinds.end()) return false;
+  kind = found->second.first;
+  arity = found->second.second;
+  return true;
+}
+
+SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::string& name,
+                          ContainerKind kind, std::vector<SortId> params) {
+  bool holds = false;
+  for (SortId p : params) holds |= egraph.sort(p).is_eq || egraph.sort(p).holds_eclasses;
+  auto sort = std::make_shared<const ContainerSort>(kind, std::move(params), holds);
+  SortId self = egraph.add_sort(Sort{name, false, sort});
+  ContainerPrimitives prims(egraph.primitives(), builtins, self, sort);
+  switch (kind) {
+    case ContainerKind::Vec: prims.vec(); break;
+    case ContainerKind::Set: prims.set(); break;
+    case ContainerKind::MultiSet: prims.multiset(); break;
+    case ContainerKind::Map: prims.map(); break;
+    case ContainerKind::Pair: prims.pair(); break;
+  }
+  return self;
+}
+
+}  // namespace kiln::engine
