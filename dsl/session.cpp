@@ -553,7 +553,7 @@ void Session::extract(const Sexp& c) {
   std::vector<Value> registers(expr.program.num_registers);
   engine::run_actions(state_.egraph, expr.program, registers.data());
   state_.egraph.rebuild();
-  Value value = registers[expr.result];
+  Value value = state_.egraph.canonical(expr.sort, registers[expr.result]);
   engine::TreeExtractor extractor(state_.egraph);
   try {
     if (variants == 0) {
@@ -645,7 +645,10 @@ void Session::print_function(const Sexp& c) {
   };
   if (const Global* global = this->global(name)) {
     out_ << "(\n";
-    if (limit > 0) out_ << "   (" << name << ") -> " << show(global->sort, global->value) << "\n";
+    if (limit > 0) {
+      out_ << "   (" << name << ") -> "
+           << show(global->sort, g.canonical(global->sort, global->value)) << "\n";
+    }
     out_ << ")\n";
     return;
   }

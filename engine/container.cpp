@@ -27,6 +27,14 @@ Items normalize_map(const Items& items) {
   return out;
 }
 
+// Checks index `i` against `size`, saying why when it is out of range.
+bool index_ok(i64 i, std::size_t size) {
+  if (i >= 0 && static_cast<std::size_t>(i) < size) return true;
+  primitive_failure_reason() = "index " + std::to_string(i) + " is out of range for " +
+                               std::to_string(size) + " element(s)";
+  return false;
+}
+
 // Index of key `k` in a normalized map's items, or npos.
 std::size_t map_find(const Items& items, Value k) {
   for (std::size_t lo = 0, hi = items.size() / 2; lo < hi;) {
@@ -91,21 +99,21 @@ class ContainerPrimitives {
     add("vec-get", {self_, b_.i64}, t, [sort](const Value* a, std::size_t, Value& r) {
       const Items& items = sort->items(a[0]);
       i64 i = I64Sort::get(a[1]);
-      if (i < 0 || static_cast<std::size_t>(i) >= items.size()) return false;
+      if (!index_ok(i, items.size())) return false;
       r = items[static_cast<std::size_t>(i)];
       return true;
     });
     add("vec-set", {self_, b_.i64, t}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
           out = s.items(a[0]);
           i64 i = I64Sort::get(a[1]);
-          if (i < 0 || static_cast<std::size_t>(i) >= out.size()) return false;
+          if (!index_ok(i, out.size())) return false;
           out[static_cast<std::size_t>(i)] = a[2];
           return true;
         }));
     add("vec-remove", {self_, b_.i64}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
           out = s.items(a[0]);
           i64 i = I64Sort::get(a[1]);
-          if (i < 0 || static_cast<std::size_t>(i) >= out.size()) return false;
+          if (!index_ok(i, out.size())) return false;
           out.erase(out.begin() + i);
           return true;
         }));
@@ -172,7 +180,7 @@ class ContainerPrimitives {
     add("set-get", {self_, b_.i64}, t, [sort](const Value* a, std::size_t, Value& r) {
       const Items& items = sort->items(a[0]);
       i64 i = I64Sort::get(a[1]);
-      if (i < 0 || static_cast<std::size_t>(i) >= items.size()) return false;
+      if (!index_ok(i, items.size())) return false;
       r = items[static_cast<std::size_t>(i)];
       return true;
     });
@@ -266,7 +274,10 @@ class ContainerPrimitives {
     add("map-get", {self_, k}, v, [sort](const Value* a, std::size_t, Value& r) {
       const Items& items = sort->items(a[0]);
       std::size_t at = map_find(items, a[1]);
-      if (at == static_cast<std::size_t>(-1)) return false;
+      if (at == static_cast<std::size_t>(-1)) {
+        primitive_failure_reason() = "the key is not in the map";
+        return false;
+      }
       r = items[at + 1];
       return true;
     });
