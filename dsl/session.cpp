@@ -105,6 +105,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "function") declare_function(c, FunctionKind::Function);
   else if (head == "relation") declare_function(c, FunctionKind::Relation);
   else if (head == "ruleset") declare_ruleset(c);
+  else if (head == "unstable-combined-ruleset") declare_combined_ruleset(c);
   else if (head == "rule") add_rule(c);
   else if (head == "rewrite") add_rewrite(c, false);
   else if (head == "birewrite") add_rewrite(c, true);
@@ -316,14 +317,68 @@ void Session::declare_ruleset(const Sexp& c) {
   state_.rulesets.insert(name);
 }
 
+void Session::declare_combined_ruleset(const Sexp& c) {
+  if (c.items.size() < 2) throw UserError("expected (unstable-combined-ruleset name rulesets...)", c.span);
+  const std::string& name = expect_symbol(c.items[1], "a ruleset name");
+  if (state_.rulesets.count(name)) {
+    throw UserError("ruleset '" + name + "' is already declared", c.items[1].span);
+  }
+  state_.rulesets.insert(name);
+  std::vector<std::string>& members = state_.combined[name];
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    // Members may be declared later (egglog checks them when the ruleset runs).
+    members.push_back(expect_symbol(c.items[i], "a ruleset name"));
+  }
+}
+
+std::map<std::string, std::set<std::string>> Session::combined_members() const {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& [name, direct] : state_.combined) {
+    std::set<std::string>& leaves = out[name];
+    std::set<std::string> visited{name};
+    std::vector<std::string> work(direct.begin(), direct.end());
+    while (!work.empty()) {
+      std::string r = work.back();
+      work.pop_back();
+      if (!visited.insert(r).second) continue;
+      auto nested = state_.combined.find(r);
+      if (nested == state_.combined.end()) {
+        leaves.insert(r);
+      } else {
+        work.insert(work.end(), nested->second.begin(), nested->second.end());
+      }
+    }
+  }
+  return out;
+}
+
 void Session::require_ruleset(const std::string& name, const support::Span& span) const {
   // egglog reports this when the run starts, so `(fail (run missing 1))` succeeds.
   if (!state_.rulesets.count(name)) {
     throw support::RuntimeFailure("no such ruleset '" + name + "'", span);
   }
+  if (state_.combined.count(name)) {
+    std::map<std::string, std::set<std::string>> members = combined_members();
+    for (const std::string& member : members.at(name)) {
+      if (!state_.rulesets.count(member)) {
+        throw support::RuntimeFailure(
+            "combined ruleset '" + name + "' names ruleset '" + member + "', which does not exist",
+            span);
+      }
+    }
+  }
 }
 
 // ----- rules ---------------------------------------------------------------------------------
+
+void Session::require_rule_target(const std::string& ruleset, const support::Span& span) const {
+  require_ruleset(ruleset, span);
+  if (state_.combined.count(ruleset)) {
+    throw UserError("a rule cannot be added to combined ruleset '" + ruleset +
+                        "': a combined ruleset only names other rulesets",
+                    span);
+  }
+}
 
 namespace {
 
@@ -338,11 +393,13 @@ std::string option_string(const CommandParts& parts, const std::string& key) {
 }  // namespace
 
 void Session::add_rule(const Sexp& c) {
-  CommandParts parts = split_options(c, {":ruleset", ":name"});
+  CommandParts parts = split_options(c, {":ruleset", ":name"}, {":naive", ":unsafe-seminaive"});
   if (parts.positional.size() != 2) throw UserError("expected (rule (facts...) (actions...))", c.span);
   engine::Rule rule;
   rule.ruleset = option_string(parts, ":ruleset");
-  if (parts.has(":ruleset")) require_ruleset(rule.ruleset, parts.value(":ruleset").span);
+  if (parts.has(":ruleset")) require_rule_target(rule.ruleset, parts.value(":ruleset").span);
+  // :unsafe-seminaive is egglog's default evaluation (semi-naive), so it changes nothing here.
+  rule.naive = parts.has(":naive");
   rule.name = parts.has(":name") ? option_string(parts, ":name") : source_text(c);
   for (const engine::Rule& other : state_.rules) {
     if (other.name == rule.name && parts.has(":name")) {
@@ -362,7 +419,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
   CommandParts parts = split_options(c, {":ruleset", ":name"}, {":subsume"}, {":when"});
   if (parts.positional.size() != 2) throw UserError("expected (rewrite lhs rhs)", c.span);
   std::string ruleset = option_string(parts, ":ruleset");
-  if (parts.has(":ruleset")) require_ruleset(ruleset, parts.value(":ruleset").span);
+  if (parts.has(":ruleset")) require_rule_target(ruleset, parts.value(":ruleset").span);
   std::vector<const Sexp*> conditions;
   if (parts.has(":when")) {
     for (const Sexp* group : parts.options.at(":when")) {
@@ -396,7 +453,10 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
     CompiledQuery query = compile_query(scope(), facts);
     const Binding& root_binding = query.names.at(root.text);
     if (!state_.egraph.is_eq(root_binding.sort)) {
-      throw UserError("the left side of a rewrite must be a constructor call", lhs.span);
+      throw UserError("the left side of a rewrite must be an e-class (a constructor call, or a call "
+                      "of a function returning a datatype), not " +
+                          sort_name(state_.egraph, root_binding.sort) + ": its value cannot be unioned",
+                      lhs.span);
     }
     Sexp union_action;
     union_action.kind = SexpKind::List;
@@ -454,7 +514,7 @@ void Session::let_global(const Sexp& c) {
 // ----- running -------------------------------------------------------------------------------
 
 void Session::execute_schedule(const engine::Schedule& schedule) {
-  engine::Runner runner(state_.egraph, state_.rules, limits_);
+  engine::Runner runner(state_.egraph, state_.rules, limits_, combined_members());
   engine::RunReport report = runner.run(schedule);
   total_report_.absorb(report);
 }

@@ -44,6 +44,8 @@ class Session {
     engine::EGraph egraph;
     std::vector<engine::Rule> rules;
     std::set<std::string> rulesets{""};
+    // unstable-combined-ruleset: name -> the rulesets it names (plain or combined).
+    std::map<std::string, std::vector<std::string>> combined;
     std::map<std::string, Global> globals;
   };
 
@@ -59,6 +61,9 @@ class Session {
   void declare_constructor(const Sexp& c);
   void declare_function(const Sexp& c, engine::FunctionKind kind);
   void declare_ruleset(const Sexp& c);
+  void declare_combined_ruleset(const Sexp& c);
+  // Every combined ruleset with the plain rulesets it reaches.
+  std::map<std::string, std::set<std::string>> combined_members() const;
   void add_rule(const Sexp& c);
   void add_rewrite(const Sexp& c, bool both_ways);
   void run_top_level_actions(const Sexp& c);
@@ -82,6 +87,7 @@ class Session {
   void check_new_name(const Sexp& name) const;
   engine::Schedule parse_schedule(const Sexp& s);
   void require_ruleset(const std::string& name, const support::Span& span) const;
+  void require_rule_target(const std::string& ruleset, const support::Span& span) const;
   void execute_schedule(const engine::Schedule& schedule);
 
   std::ostream& out_;

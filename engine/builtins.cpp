@@ -423,7 +423,14 @@ void add_bool_primitives(Registrar& reg, const Builtins& b) {
     return true;
   });
   reg.bool_binary("and", [](bool x, bool y) { return x && y; });
-  reg.bool_binary("or", [](bool x, bool y) { return x || y; });
+  // `or` takes any number of arguments (`(or)` is false); `and` and `xor` exactly two.
+  reg.add(
+      "or", {b.boolean}, b.boolean,
+      [](const Value* a, std::size_t count, Value& r) {
+        r = BoolSort::make(std::any_of(a, a + count, [](Value v) { return BoolSort::get(v); }));
+        return true;
+      },
+      /*variadic=*/true);
   reg.bool_binary("xor", [](bool x, bool y) { return x != y; });
   reg.bool_binary("=>", [](bool x, bool y) { return !x || y; });
   reg.add("guard", {b.boolean}, b.unit,
