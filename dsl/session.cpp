@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 
 #include "dsl/options.hpp"
+#include "dsl/table_files.hpp"
 #include "engine/container.hpp"
 #include "engine/extract.hpp"
 #include "engine/query_plan.hpp"
@@ -119,6 +121,8 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "pop") pop(c);
   else if (head == "print-size") print_size(c);
   else if (head == "print-function") print_function(c);
+  else if (head == "input") input(c);
+  else if (head == "output") output(c);
   else if (head == "print-stats") print_stats(c);
   else if (head == "include") include(c);
   else run_top_level_actions(c);
@@ -681,19 +685,40 @@ void Session::print_size(const Sexp& c) {
 }
 
 void Session::print_function(const Sexp& c) {
-  CommandParts parts = split_options(c, {":mode"});
+  CommandParts parts = split_options(c, {":mode", ":file"});
   if (parts.positional.empty() || parts.positional.size() > 2) {
-    throw UserError("expected (print-function name [N])", c.span);
+    throw UserError("expected (print-function name [N] [:mode default|csv] [:file \"path\"])", c.span);
   }
-  if (parts.has(":mode") && !parts.value(":mode").is_symbol("default")) {
-    throw UserError("print-function supports only the default mode (not " +
-                        parts.value(":mode").to_string() + ") for now",
-                    parts.value(":mode").span);
+  bool csv = false;
+  if (parts.has(":mode")) {
+    const Sexp& mode = parts.value(":mode");
+    if (!mode.is_symbol("default") && !mode.is_symbol("csv")) {
+      throw UserError("print-function's :mode is default or csv, not " + mode.to_string(), mode.span);
+    }
+    csv = mode.is_symbol("csv");
   }
   const std::string& name = expect_symbol(*parts.positional[0], "a function name");
   std::uint64_t limit = parts.positional.size() == 2
                             ? expect_count(*parts.positional[1], "a row count")
                             : UINT64_MAX;
+  std::ostringstream text;
+  write_rows(name, parts.positional[0]->span, limit, csv, text);
+  if (!parts.has(":file")) {
+    out_ << text.str();
+    return;
+  }
+  const Sexp& file = parts.value(":file");
+  if (file.kind != SexpKind::String) throw UserError("expected a file name in quotes", file.span);
+  std::ofstream to(file.text, std::ios::binary | std::ios::trunc);
+  if (!to || !(to << text.str()) || !to.flush()) {
+    throw support::RuntimeFailure("cannot write file '" + file.text + "'", file.span);
+  }
+}
+
+// The rows of function (or global) `name`, as print-function shows them: egglog's default
+// block, or one CSV line per row (name, arguments, output; a relation's output is its row).
+void Session::write_rows(const std::string& name, const support::Span& span, std::uint64_t limit,
+                         bool csv, std::ostream& out) {
   engine::EGraph& g = state_.egraph;
   engine::TreeExtractor extractor(g);
   auto show = [&](SortId sort, Value v) {
@@ -703,38 +728,107 @@ void Session::print_function(const Sexp& c) {
       return std::string("Unextractable");
     }
   };
-  if (const Global* global = this->global(name)) {
-    out_ << "(\n";
-    if (limit > 0) {
-      out_ << "   (" << name << ") -> "
-           << show(global->sort, g.canonical(global->sort, global->value)) << "\n";
+  auto line = [&](const std::string& head, const std::vector<std::string>& args,
+                  const std::optional<std::string>& output) {
+    if (csv) {
+      out << csv_field(head);
+      for (const std::string& a : args) out << "," << csv_field(a);
+      if (output) out << "," << csv_field(*output);
+      out << "\n";
+      return;
     }
-    out_ << ")\n";
+    out << "   (" << head;
+    for (const std::string& a : args) out << " " << a;
+    out << ")";
+    if (output) out << " -> " << *output;
+    out << "\n";
+  };
+  if (!csv) out << "(\n";
+  if (const Global* global = this->global(name)) {
+    if (limit > 0) line(name, {}, show(global->sort, g.canonical(global->sort, global->value)));
+    if (!csv) out << ")\n";
     return;
   }
   std::optional<engine::FunctionId> f = g.find_function(name);
-  if (!f) throw UserError("unknown function '" + name + "'", parts.positional[0]->span);
+  if (!f) throw UserError("unknown function '" + name + "'", span);
   const FunctionDecl& decl = g.function(*f);
   const engine::Table& t = g.table(*f);
-  out_ << "(\n";
   std::uint64_t shown = 0;
   for (engine::RowId r = 0; r < t.end() && shown < limit; ++r) {
     if (!t.alive(r)) continue;
     ++shown;
     const Value* row = t.row(r);
-    std::string key = "(" + decl.name;
-    for (std::size_t i = 0; i < decl.inputs.size(); ++i) key += " " + show(decl.inputs[i], row[i]);
-    key += ")";
-    out_ << "   " << key;
+    std::vector<std::string> args;
+    for (std::size_t i = 0; i < decl.inputs.size(); ++i) args.push_back(show(decl.inputs[i], row[i]));
+    std::optional<std::string> output;
     if (decl.kind == FunctionKind::Relation) {
       // A relation row is its own term; subsumed rows are not extractable.
-      out_ << " -> " << (t.subsumed(r) ? std::string("Unextractable") : key);
+      std::string term = "(" + decl.name;
+      for (const std::string& a : args) term += " " + a;
+      output = t.subsumed(r) ? std::string("Unextractable") : term + ")";
     } else if (decl.output != builtins_.unit) {
-      out_ << " -> " << show(decl.output, row[decl.inputs.size()]);
+      output = show(decl.output, row[decl.inputs.size()]);
     }
-    out_ << "\n";
+    line(decl.name, args, output);
   }
-  out_ << ")\n";
+  if (!csv) out << ")\n";
+}
+
+// (input f "file"): adds the rows of a tab-separated file to function or relation f.
+void Session::input(const Sexp& c) {
+  if (c.items.size() != 3 || c.items[2].kind != SexpKind::String) {
+    throw UserError("expected (input function \"file\")", c.span);
+  }
+  const std::string& name = expect_symbol(c.items[1], "a function name");
+  engine::EGraph& g = state_.egraph;
+  std::optional<engine::FunctionId> f = g.find_function(name);
+  if (!f) throw UserError("unknown function '" + name + "'", c.items[1].span);
+  const FunctionDecl& decl = g.function(*f);
+  std::vector<SortId> sorts = decl.inputs;
+  if (decl.kind != FunctionKind::Relation) sorts.push_back(decl.output);
+  for (std::size_t i = 0; i < sorts.size(); ++i) {
+    bool output_column = i == decl.inputs.size();
+    if (!readable_from_file(builtins_, sorts[i], output_column)) {
+      throw UserError(std::string("input reads only ") +
+                          (output_column ? "i64 and String outputs" : "i64, f64 and String keys") +
+                          ", not " + sort_name(g, sorts[i]),
+                      c.items[1].span);
+    }
+  }
+  std::vector<std::vector<Value>> rows;
+  try {
+    rows = read_tsv_rows(c.items[2].text, sorts, builtins_);
+  } catch (const UserError& e) {
+    support::rethrow_with_span(e, c.items[2].span);
+  }
+  for (const std::vector<Value>& row : rows) {
+    g.set(*f, row.data(), decl.kind == FunctionKind::Relation ? Value{0} : row.back());
+  }
+}
+
+// (output "file" exprs...): appends each expression's extracted term to the file, one per line.
+void Session::output(const Sexp& c) {
+  if (c.items.size() < 2 || c.items[1].kind != SexpKind::String) {
+    throw UserError("expected (output \"file\" expressions...)", c.span);
+  }
+  std::string text;
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    CompiledExpression expr = compile_expression(scope(), c.items[i]);
+    std::vector<Value> registers(expr.program.num_registers);
+    engine::run_actions(state_.egraph, expr.program, registers.data());
+    state_.egraph.rebuild();
+    engine::TreeExtractor extractor(state_.egraph);
+    try {
+      text += extractor.term(expr.sort, state_.egraph.canonical(expr.sort, registers[expr.result]));
+    } catch (const UserError& e) {
+      throw support::RuntimeFailure("extraction failed: " + e.message(), c.items[i].span);
+    }
+    text += "\n";
+  }
+  std::ofstream to(c.items[1].text, std::ios::binary | std::ios::app);
+  if (!to || !(to << text) || !to.flush()) {
+    throw support::RuntimeFailure("cannot write file '" + c.items[1].text + "'", c.items[1].span);
+  }
 }
 
 void Session::print_stats(const Sexp&) { out_ << total_report_.summary(); }

@@ -77,6 +77,10 @@ class Session {
   void pop(const Sexp& c);
   void print_size(const Sexp& c);
   void print_function(const Sexp& c);
+  void write_rows(const std::string& name, const support::Span& span, std::uint64_t limit,
+                  bool csv, std::ostream& out);
+  void input(const Sexp& c);
+  void output(const Sexp& c);
   void print_stats(const Sexp& c);
   void include(const Sexp& c);
 
