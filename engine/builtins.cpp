@@ -1,5 +1,7 @@
 #include "engine/builtins.hpp"
 
+#include "engine/bignum.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -534,6 +536,7 @@ Builtins add_builtins(EGraph& egraph) {
   add_string_primitives(reg, b);
   add_bool_primitives(reg, b);
   add_generic_primitives(reg, b);
+  add_bignum_sorts(egraph, b);
   return b;
 }
 
