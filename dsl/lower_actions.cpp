@@ -189,9 +189,9 @@ class ActionBuilder {
         sorts.push_back(args.back().sort);
       }
       auto candidates =
-          matching_overloads(scope_.egraph.primitives().overloads(name), sorts, std::nullopt);
+          matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(name), sorts, std::nullopt);
       if (candidates.size() > 1 && expected) {
-        candidates = matching_overloads(scope_.egraph.primitives().overloads(name), sorts, expected);
+        candidates = matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(name), sorts, expected);
       }
       if (candidates.empty()) {
         std::string list;

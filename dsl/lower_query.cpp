@@ -195,7 +195,7 @@ class QueryBuilder {
         if (prim.resolved) continue;
         std::vector<std::optional<SortId>> args;
         for (std::uint32_t a : prim.args) args.push_back(slots_[find(a)].sort);
-        auto candidates = matching_overloads(scope_.egraph.primitives().overloads(prim.name),
+        auto candidates = matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(prim.name),
                                              args, slots_[find(prim.result)].sort);
         if (candidates.empty()) throw no_overload(prim, args);
         if (candidates.size() > 1) continue;

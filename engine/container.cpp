@@ -56,7 +56,7 @@ class ContainerPrimitives {
 
   void add(const std::string& name, std::vector<SortId> inputs, SortId output, PrimitiveFn fn,
            bool variadic = false) {
-    table_.add(Primitive{name, std::move(inputs), output, variadic, std::move(fn)});
+    table_.add(Primitive{name, std::move(inputs), output, variadic, std::move(fn), sort_.get(), self_});
   }
 
   // f(items of args[0], args, result items) -> false on failure; the result is a container.

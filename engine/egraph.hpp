@@ -36,6 +36,11 @@ class EGraph {
   const Table& table(FunctionId id) const { return functions_[id].table; }
 
   PrimitiveTable& primitives() { return *primitives_; }
+  // False for a primitive of a sort that a `pop` removed (see Primitive::owner).
+  bool is_live(const Primitive& p) const {
+    return p.owner == nullptr ||
+           (p.owner_id < sorts_.size() && sorts_[p.owner_id].primitive.get() == p.owner);
+  }
   const PrimitiveTable& primitives() const { return *primitives_; }
 
   // --- e-classes ---

@@ -27,6 +27,11 @@ struct Primitive {
   // (String `+` has inputs {String} and accepts 0..n).
   bool variadic = false;
   PrimitiveFn apply;
+  // The sort this primitive was registered for (a container's own primitives), or null. The
+  // table outlives a `pop` that removes the sort, so such a primitive is live only while sort
+  // `owner_id` is still `owner` (EGraph::is_live).
+  const void* owner = nullptr;
+  SortId owner_id = 0;
 };
 
 // Why the primitive call that just returned false failed, when the primitive says (a sort's own
