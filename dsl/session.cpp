@@ -161,13 +161,14 @@ void Session::declare_sort(const Sexp& c) {
   state_.egraph.add_sort(engine::Sort{c.items[1].text, true, nullptr});
 }
 
-// `(Vec T)`, `(Set T)`, `(MultiSet T)`, `(Map K V)` or `(Pair A B)` over declared sorts.
+// `(Vec T)`, `(Set T)`, `(MultiSet T)`, `(Map K V)`, `(Pair A B)` or `(Maybe T)` over declared
+// sorts.
 void Session::declare_container_sort(const std::string& name, const Sexp& spec) {
   engine::ContainerKind kind{};
   std::size_t arity = 0;
   if (!spec.is_list() || spec.items.empty() || !spec.items[0].is_symbol() ||
       !engine::container_kind(spec.items[0].text, kind, arity)) {
-    throw UserError("expected a container sort: (Vec T), (Set T), (MultiSet T), (Map K V) or (Pair A B)",
+    throw UserError("expected a container sort: (Vec T), (Set T), (MultiSet T), (Map K V), (Pair A B) or (Maybe T)",
                     spec.span);
   }
   if (spec.items.size() - 1 != arity) {

@@ -318,6 +318,30 @@ class ContainerPrimitives {
     });
   }
 
+  void maybe() {
+    SortId t = sort_->params()[0];
+    auto sort = sort_;
+    add("maybe-none", {}, self_, to_self([](const ContainerSort&, const Value*, std::size_t, Items&) { return true; }));
+    add("maybe-some", {t}, self_, to_self([](const ContainerSort&, const Value* a, std::size_t, Items& out) {
+          out.assign(a, a + 1);
+          return true;
+        }));
+    add("maybe-unwrap", {self_}, t, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      if (items.empty()) {
+        primitive_failure_reason() = "the value is maybe-none";
+        return false;
+      }
+      r = items[0];
+      return true;
+    });
+    add("maybe-unwrap-or", {self_, t}, t, [sort](const Value* a, std::size_t, Value& r) {
+      const Items& items = sort->items(a[0]);
+      r = items.empty() ? a[1] : items[0];
+      return true;
+    });
+  }
+
  private:
   PrimitiveTable& table_;
   const Builtins& b_;
@@ -348,6 +372,7 @@ Value ContainerSort::make(std::vector<Value> items) const {
       break;
     case ContainerKind::Vec:
     case ContainerKind::Pair:
+    case ContainerKind::Maybe:
       break;
   }
   return store_.intern(items);
@@ -360,6 +385,7 @@ const char* ContainerSort::head(Value v) const {
     case ContainerKind::MultiSet: return "multiset-of";
     case ContainerKind::Map: return "map-of";
     case ContainerKind::Pair: return "pair";
+    case ContainerKind::Maybe: return items(v).empty() ? "maybe-none" : "maybe-some";
   }
   return "";
 }
@@ -374,7 +400,7 @@ bool container_kind(const std::string& name, ContainerKind& kind, std::size_t& a
   static const std::map<std::string, std::pair<ContainerKind, std::size_t>> kinds{
       {"Vec", {ContainerKind::Vec, 1}},   {"Set", {ContainerKind::Set, 1}},
       {"MultiSet", {ContainerKind::MultiSet, 1}}, {"Map", {ContainerKind::Map, 2}},
-      {"Pair", {ContainerKind::Pair, 2}}};
+      {"Pair", {ContainerKind::Pair, 2}}, {"Maybe", {ContainerKind::Maybe, 1}}};
   auto found = kinds.find(name);
   if (found == kinds.end()) return false;
   kind = found->second.first;
@@ -395,6 +421,7 @@ SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::s
     case ContainerKind::MultiSet: prims.multiset(); break;
     case ContainerKind::Map: prims.map(); break;
     case ContainerKind::Pair: prims.pair(); break;
+    case ContainerKind::Maybe: prims.maybe(); break;
   }
   return self;
 }

@@ -1,4 +1,4 @@
-// Container sorts — egglog's Vec, Set, MultiSet, Map and Pair — parameterised by element sorts
+// Container sorts — egglog's Vec, Set, MultiSet, Map, Pair and Maybe — parameterised by element sorts
 // and nestable. A container is an interned list of element values, so equal containers are equal
 // Values. A container that holds e-classes (directly or through nested containers) is re-interned
 // with canonical elements whenever its classes merge (EGraph::canonical and rebuild), which makes
@@ -15,7 +15,7 @@
 
 namespace kiln::engine {
 
-enum class ContainerKind { Vec, Set, MultiSet, Map, Pair };
+enum class ContainerKind { Vec, Set, MultiSet, Map, Pair, Maybe };
 
 struct ValueListHash {
   std::size_t operator()(const std::vector<Value>& items) const;
@@ -41,7 +41,8 @@ class ContainerSort final : public PrimitiveSort {
   // wins, sorted by key) and interns. The order is the raw Value order, as in egglog.
   Value make(std::vector<Value> items) const;
   const std::vector<Value>& items(Value v) const { return store_.get(v); }
-  // The head egglog prints: vec-of / vec-empty, set-of, multiset-of, map-of, pair.
+  // The head egglog prints: vec-of / vec-empty, set-of, multiset-of, map-of, pair,
+  // maybe-some / maybe-none.
   const char* head(Value v) const;
 
  private:
