@@ -164,11 +164,19 @@ void Session::declare_sort(const Sexp& c) {
 // `(Vec T)`, `(Set T)`, `(MultiSet T)`, `(Map K V)`, `(Pair A B)` or `(Maybe T)` over declared
 // sorts.
 void Session::declare_container_sort(const std::string& name, const Sexp& spec) {
+  if (spec.is_list() && spec.items.size() == 3 && spec.items[0].is_symbol("UnstableFn")) {
+    std::vector<SortId> inputs;
+    for (const Sexp* s : list_items(spec.items[1], "input sorts")) inputs.push_back(lookup_sort(*s));
+    engine::add_function_value_sort(state_.egraph, builtins_, name, std::move(inputs),
+                                    lookup_sort(spec.items[2]));
+    return;
+  }
   engine::ContainerKind kind{};
   std::size_t arity = 0;
   if (!spec.is_list() || spec.items.empty() || !spec.items[0].is_symbol() ||
       !engine::container_kind(spec.items[0].text, kind, arity)) {
-    throw UserError("expected a container sort: (Vec T), (Set T), (MultiSet T), (Map K V), (Pair A B) or (Maybe T)",
+    throw UserError("expected a container sort: (Vec T), (Set T), (MultiSet T), (Map K V), (Pair A B), "
+                    "(Maybe T) or (UnstableFn (inputs...) output)",
                     spec.span);
   }
   if (spec.items.size() - 1 != arity) {

@@ -6,6 +6,7 @@
 namespace kiln::engine {
 
 void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers) {
+  PrimitiveContextScope context(egraph, /*may_insert=*/true);
   std::vector<Value> heap_args;
   Value stack_args[kMaxColumns + 1];
   for (const ActionInstr& instr : program.instrs) {

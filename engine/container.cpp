@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "engine/egraph.hpp"
@@ -355,8 +356,21 @@ std::size_t ValueListHash::operator()(const std::vector<Value>& items) const {
   return static_cast<std::size_t>(support::hash64(items.data(), items.size() * sizeof(Value)));
 }
 
-ContainerSort::ContainerSort(ContainerKind kind, std::vector<SortId> params, bool holds_eclasses)
-    : kind_(kind), params_(std::move(params)), holds_eclasses_(holds_eclasses) {}
+ContainerSort::ContainerSort(ContainerKind kind, std::vector<SortId> params, bool holds_eclasses,
+                             SortId plain)
+    : kind_(kind), params_(std::move(params)), holds_eclasses_(holds_eclasses), plain_(plain) {}
+
+Value ContainerSort::callable_index(const Callable& target) const {
+  for (std::size_t i = 0; i < callables_.size(); ++i) {
+    const Callable& c = callables_[i];
+    if (c.name == target.name && c.primitive == target.primitive && c.inputs == target.inputs &&
+        c.output == target.output) {
+      return i;
+    }
+  }
+  callables_.push_back(target);
+  return callables_.size() - 1;
+}
 
 Value ContainerSort::make(std::vector<Value> items) const {
   switch (kind_) {
@@ -373,6 +387,7 @@ Value ContainerSort::make(std::vector<Value> items) const {
     case ContainerKind::Vec:
     case ContainerKind::Pair:
     case ContainerKind::Maybe:
+    case ContainerKind::Fn:
       break;
   }
   return store_.intern(items);
@@ -386,6 +401,7 @@ const char* ContainerSort::head(Value v) const {
     case ContainerKind::Map: return "map-of";
     case ContainerKind::Pair: return "pair";
     case ContainerKind::Maybe: return items(v).empty() ? "maybe-none" : "maybe-some";
+    case ContainerKind::Fn: return "unstable-fn";
   }
   return "";
 }
@@ -422,8 +438,67 @@ SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::s
     case ContainerKind::Map: prims.map(); break;
     case ContainerKind::Pair: prims.pair(); break;
     case ContainerKind::Maybe: prims.maybe(); break;
+    case ContainerKind::Fn: break;  // add_function_value_sort registers unstable-app
   }
   return self;
+}
+
+SortId add_function_value_sort(EGraph& egraph, const Builtins& builtins, const std::string& name,
+                               std::vector<SortId> inputs, SortId output) {
+  std::vector<SortId> params = inputs;
+  params.push_back(output);
+  // Partial arguments may be e-classes whatever the signature, so values are canonicalized.
+  auto sort = std::make_shared<const ContainerSort>(ContainerKind::Fn, std::move(params), true,
+                                                    builtins.i64);
+  SortId self = egraph.add_sort(Sort{name, false, sort});
+  std::vector<SortId> app_inputs{self};
+  app_inputs.insert(app_inputs.end(), inputs.begin(), inputs.end());
+  egraph.primitives().add(Primitive{
+      "unstable-app", std::move(app_inputs), output, false,
+      [sort](const Value* a, std::size_t n, Value& r) {
+        const std::vector<Value>& items = sort->items(a[0]);
+        const Callable& target = sort->callable(items[0]);
+        std::vector<Value> args(items.begin() + 1, items.end());
+        args.insert(args.end(), a + 1, a + n);
+        if (target.primitive) return target.primitive->apply(args.data(), args.size(), r);
+        PrimitiveContext& context = primitive_context();
+        std::optional<FunctionId> f =
+            context.egraph ? context.egraph->find_function(target.name) : std::nullopt;
+        if (!f) {
+          primitive_failure_reason() = "function '" + target.name + "' no longer exists";
+          return false;
+        }
+        if (context.may_insert && context.egraph->function(*f).kind == FunctionKind::Constructor) {
+          r = context.egraph->lookup_or_insert(*f, args.data());
+          return true;
+        }
+        std::optional<Value> found = context.egraph->lookup(*f, args.data());
+        if (!found) {
+          primitive_failure_reason() = "'" + target.name + "' has no row for these arguments";
+          return false;
+        }
+        r = *found;
+        return true;
+      },
+      sort.get(), self});
+  return self;
+}
+
+const Primitive& function_value_builder(EGraph& egraph, SortId sort_id, const Callable& target) {
+  const ContainerSort* sort = egraph.sort(sort_id).container;
+  std::shared_ptr<const ContainerSort> owner(egraph.sort(sort_id).primitive, sort);
+  Value index = sort->callable_index(target);
+  std::size_t partial = target.inputs.size() - (sort->params().size() - 1);
+  std::vector<SortId> inputs(target.inputs.begin(), target.inputs.begin() + static_cast<std::ptrdiff_t>(partial));
+  return egraph.primitives().add(Primitive{
+      "unstable-fn \"" + target.name + "\"", std::move(inputs), sort_id, false,
+      [owner, index](const Value* a, std::size_t n, Value& r) {
+        std::vector<Value> items{index};
+        items.insert(items.end(), a, a + n);
+        r = owner->make(std::move(items));
+        return true;
+      },
+      sort, sort_id});
 }
 
 }  // namespace kiln::engine

@@ -167,11 +167,11 @@ Value EGraph::canonical_container(const ContainerSort& sort, Value v) {
   const std::vector<Value>& items = sort.items(v);
   std::size_t i = 0;
   for (; i < items.size(); ++i) {
-    if (canonical(sort.item_sort(i), items[i]) != items[i]) break;
+    if (canonical(sort.item_sort(items, i), items[i]) != items[i]) break;
   }
   if (i == items.size()) return v;
   std::vector<Value> fresh(items.begin(), items.end());
-  for (; i < fresh.size(); ++i) fresh[i] = canonical(sort.item_sort(i), fresh[i]);
+  for (; i < fresh.size(); ++i) fresh[i] = canonical(sort.item_sort(items, i), fresh[i]);
   return sort.make(std::move(fresh));
 }
 

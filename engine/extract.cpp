@@ -72,8 +72,9 @@ std::optional<std::uint64_t> TreeExtractor::cost(SortId sort, Value value) const
     // A container costs the sum of its elements' costs.
     const std::vector<Value>& items = s.container->items(value);
     std::uint64_t total = 0;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      std::optional<std::uint64_t> c = cost(s.container->item_sort(i), items[i]);
+    // A function value's first item names its target and costs nothing.
+    for (std::size_t i = s.container->kind() == ContainerKind::Fn ? 1 : 0; i < items.size(); ++i) {
+      std::optional<std::uint64_t> c = cost(s.container->item_sort(items, i), items[i]);
       if (!c) return std::nullopt;
       total = add_saturating(total, *c);
     }
@@ -152,12 +153,14 @@ void TreeExtractor::print_container(const ContainerSort& sort, Value value, std:
   const std::vector<Value>& items = sort.items(value);
   // Elements (a map's key-value entries) print in term order, except a Vec's and a Pair's.
   std::size_t width = sort.kind() == ContainerKind::Map ? 2 : 1;
+  bool function_value = sort.kind() == ContainerKind::Fn;
   std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < items.size(); i += width) order.push_back(i);
-  if (sort.kind() != ContainerKind::Vec && sort.kind() != ContainerKind::Pair) {
+  for (std::size_t i = function_value ? 1 : 0; i < items.size(); i += width) order.push_back(i);
+  if (sort.kind() == ContainerKind::Set || sort.kind() == ContainerKind::MultiSet ||
+      sort.kind() == ContainerKind::Map) {
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       for (std::size_t k = 0; k < width; ++k) {
-        int c = compare_terms(sort.item_sort(a + k), items[a + k], items[b + k]);
+        int c = compare_terms(sort.item_sort(items, a + k), items[a + k], items[b + k]);
         if (c != 0) return c < 0;
       }
       return false;
@@ -165,10 +168,11 @@ void TreeExtractor::print_container(const ContainerSort& sort, Value value, std:
   }
   out += '(';
   out += sort.head(value);
+  if (function_value) out += " \"" + sort.callable(items[0]).name + "\"";
   for (std::size_t i : order) {
     for (std::size_t k = 0; k < width; ++k) {
       out += ' ';
-      print_value(sort.item_sort(i + k), items[i + k], out);
+      print_value(sort.item_sort(items, i + k), items[i + k], out);
     }
   }
   out += ')';
@@ -182,8 +186,12 @@ int TreeExtractor::compare_terms(SortId sort, Value a, Value b) const {
     // Same kind: compare the printed element lists in order.
     const std::vector<Value>& xa = c.items(a);
     const std::vector<Value>& xb = c.items(b);
-    for (std::size_t i = 0; i < xa.size() && i < xb.size(); ++i) {
-      if (int e = compare_terms(c.item_sort(i), xa[i], xb[i]); e != 0) return e;
+    if (c.kind() == ContainerKind::Fn) {
+      if (int e = c.callable(xa[0]).name.compare(c.callable(xb[0]).name); e != 0) return e;
+      if (xa[0] != xb[0]) return xa[0] < xb[0] ? -1 : 1;  // same name, other signature
+    }
+    for (std::size_t i = c.kind() == ContainerKind::Fn ? 1 : 0; i < xa.size() && i < xb.size(); ++i) {
+      if (int e = compare_terms(c.item_sort(xa, i), xa[i], xb[i]); e != 0) return e;
     }
     return xa.size() < xb.size() ? -1 : (xa.size() > xb.size() ? 1 : 0);
   }

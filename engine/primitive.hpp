@@ -39,6 +39,31 @@ struct Primitive {
 // Per thread; an action clears it before each call, a query ignores it (a failure filters there).
 std::string& primitive_failure_reason();
 
+class EGraph;
+
+// The e-graph the current primitive call runs against, for primitives that call functions
+// (unstable-app): set by run_actions (which may create e-nodes) and by searches (which only
+// look rows up). Per thread.
+struct PrimitiveContext {
+  EGraph* egraph = nullptr;
+  bool may_insert = false;
+};
+PrimitiveContext& primitive_context();
+
+// Sets the context for a scope and restores the previous one.
+class PrimitiveContextScope {
+ public:
+  PrimitiveContextScope(EGraph& egraph, bool may_insert) : saved_(primitive_context()) {
+    primitive_context() = PrimitiveContext{&egraph, may_insert};
+  }
+  ~PrimitiveContextScope() { primitive_context() = saved_; }
+  PrimitiveContextScope(const PrimitiveContextScope&) = delete;
+  PrimitiveContextScope& operator=(const PrimitiveContextScope&) = delete;
+
+ private:
+  PrimitiveContext saved_;
+};
+
 // All primitives by name; one name may have several overloads (e.g. `+` on i64 and f64).
 class PrimitiveTable {
  public:

@@ -421,6 +421,7 @@ bool run_variant(EGraph& egraph, const Query& query, PlanCache& plans,
 
 bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink,
             PlanCache* cache) {
+  PrimitiveContextScope context(egraph, /*may_insert=*/false);
   PlanCache local;
   PlanCache& plans = cache ? *cache : local;
   plans.learn(query_in);
