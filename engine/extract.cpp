@@ -150,6 +150,16 @@ void TreeExtractor::print_node(const ENode& root, std::string& out) const {
 }
 
 void TreeExtractor::print_container(const ContainerSort& sort, Value value, std::string& out) const {
+  static constexpr std::size_t kMaxContainerDepth = 2000;
+  if (container_depth_ >= kMaxContainerDepth) {
+    throw support::RuntimeFailure("the term nests containers more than " +
+                                  std::to_string(kMaxContainerDepth) + " deep: too deep to print");
+  }
+  struct Depth {
+    std::size_t& d;
+    explicit Depth(std::size_t& depth) : d(++depth) {}
+    ~Depth() { --d; }
+  } depth(container_depth_);
   const std::vector<Value>& items = sort.items(value);
   // Elements (a map's key-value entries) print in term order, except a Vec's and a Pair's.
   std::size_t width = sort.kind() == ContainerKind::Map ? 2 : 1;
@@ -178,7 +188,9 @@ void TreeExtractor::print_container(const ContainerSort& sort, Value value, std:
   out += ')';
 }
 
-int TreeExtractor::compare_terms(SortId sort, Value a, Value b) const {
+int TreeExtractor::compare_terms(SortId sort, Value a, Value b, std::size_t depth) const {
+  static constexpr std::size_t kMaxCompareDepth = 10000;
+  if (depth > kMaxCompareDepth) return 0;
   const Sort& s = egraph_.sort(sort);
   if (s.container) {
     const ContainerSort& c = *s.container;
@@ -191,7 +203,7 @@ int TreeExtractor::compare_terms(SortId sort, Value a, Value b) const {
       if (xa[0] != xb[0]) return xa[0] < xb[0] ? -1 : 1;  // same name, other signature
     }
     for (std::size_t i = c.kind() == ContainerKind::Fn ? 1 : 0; i < xa.size() && i < xb.size(); ++i) {
-      if (int e = compare_terms(c.item_sort(xa, i), xa[i], xb[i]); e != 0) return e;
+      if (int e = compare_terms(c.item_sort(xa, i), xa[i], xb[i], depth + 1); e != 0) return e;
     }
     return xa.size() < xb.size() ? -1 : (xa.size() > xb.size() ? 1 : 0);
   }
@@ -208,7 +220,7 @@ int TreeExtractor::compare_terms(SortId sort, Value a, Value b) const {
   const Value* ra = egraph_.table(na->second.node.function).row(na->second.node.row);
   const Value* rb = egraph_.table(nb->second.node.function).row(nb->second.node.row);
   for (std::size_t i = 0; i < da.inputs.size(); ++i) {
-    if (int e = compare_terms(da.inputs[i], ra[i], rb[i]); e != 0) return e;
+    if (int e = compare_terms(da.inputs[i], ra[i], rb[i], depth + 1); e != 0) return e;
   }
   return 0;
 }
