@@ -6,7 +6,10 @@
 namespace kiln::engine {
 
 void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers) {
-  PrimitiveContextScope context(egraph, /*may_insert=*/true);
+  // Left set afterwards: every primitive call comes from here or from a search, which sets
+  // (and restores) its own.
+  PrimitiveContext& context = current_primitive_context;
+  if (context.egraph != &egraph || !context.may_insert) context = PrimitiveContext{&egraph, true};
   std::vector<Value> heap_args;
   Value stack_args[kMaxColumns + 1];
   for (const ActionInstr& instr : program.instrs) {

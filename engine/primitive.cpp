@@ -11,11 +11,6 @@ std::string& primitive_failure_reason() {
   return reason;
 }
 
-PrimitiveContext& primitive_context() {
-  thread_local PrimitiveContext context;
-  return context;
-}
-
 const Primitive& PrimitiveTable::add(Primitive primitive) {
   owned_.push_back(std::make_unique<Primitive>(std::move(primitive)));
   by_name_[owned_.back()->name].push_back(owned_.back().get());

@@ -42,21 +42,22 @@ std::string& primitive_failure_reason();
 class EGraph;
 
 // The e-graph the current primitive call runs against, for primitives that call functions
-// (unstable-app): set by run_actions (which may create e-nodes) and by searches (which only
-// look rows up). Per thread.
+// (unstable-app): run_actions (which may create e-nodes) and searches (which only look rows
+// up) set it. Per thread; an inline variable, so the check in run_actions costs a compare.
 struct PrimitiveContext {
   EGraph* egraph = nullptr;
   bool may_insert = false;
 };
-PrimitiveContext& primitive_context();
+inline thread_local PrimitiveContext current_primitive_context;
+inline PrimitiveContext& primitive_context() { return current_primitive_context; }
 
 // Sets the context for a scope and restores the previous one.
 class PrimitiveContextScope {
  public:
-  PrimitiveContextScope(EGraph& egraph, bool may_insert) : saved_(primitive_context()) {
-    primitive_context() = PrimitiveContext{&egraph, may_insert};
+  PrimitiveContextScope(EGraph& egraph, bool may_insert) : saved_(current_primitive_context) {
+    current_primitive_context = PrimitiveContext{&egraph, may_insert};
   }
-  ~PrimitiveContextScope() { primitive_context() = saved_; }
+  ~PrimitiveContextScope() { current_primitive_context = saved_; }
   PrimitiveContextScope(const PrimitiveContextScope&) = delete;
   PrimitiveContextScope& operator=(const PrimitiveContextScope&) = delete;
 
