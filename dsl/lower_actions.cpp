@@ -186,10 +186,13 @@ class ActionBuilder {
     if (scope_.egraph.primitives().contains(name)) {
       std::vector<Typed> args(e.items.size() - 1);
       std::vector<std::optional<SortId>> sorts(args.size());
-      // A function value `(unstable-fn ...)` as an argument takes its sort from the call, so the
-      // other arguments are typed first (egglog infers it the same way).
-      auto is_function_value = [](const Sexp& a) {
-        return a.is_list() && !a.items.empty() && a.items[0].is_symbol("unstable-fn");
+      // A function value `(unstable-fn ...)` or an empty container such as `(set-of)` as an
+      // argument takes its sort from the call, so the other arguments are typed first (egglog
+      // infers them the same way).
+      auto is_function_value = [&](const Sexp& a) {
+        if (!a.is_list() || a.items.empty() || !a.items[0].is_symbol()) return false;
+        return a.items[0].text == "unstable-fn" ||
+               (a.items.size() == 1 && scope_.egraph.primitives().contains(a.items[0].text));
       };
       for (int pass = 0; pass < 2; ++pass) {
         for (std::size_t i = 0; i < args.size(); ++i) {

@@ -195,9 +195,10 @@ int TreeExtractor::compare_terms(SortId sort, Value a, Value b, std::size_t dept
   if (s.container) {
     const ContainerSort& c = *s.container;
     if (int h = std::string(c.head(a)).compare(c.head(b)); h != 0) return h;
-    // Same kind: compare the printed element lists in order.
+    // Same kind: the shorter container first (as egglog orders them), then element by element.
     const std::vector<Value>& xa = c.items(a);
     const std::vector<Value>& xb = c.items(b);
+    if (xa.size() != xb.size()) return xa.size() < xb.size() ? -1 : 1;
     if (c.kind() == ContainerKind::Fn) {
       if (int e = c.callable(xa[0]).name.compare(c.callable(xb[0]).name); e != 0) return e;
       if (xa[0] != xb[0]) return xa[0] < xb[0] ? -1 : 1;  // same name, other signature
