@@ -350,6 +350,92 @@ class ContainerPrimitives {
   std::shared_ptr<const ContainerSort> sort_;
 };
 
+// Calls function value `fn` of `sort` with `args` after its partial arguments: a primitive
+// directly, a constructor or function through the e-graph of the running action or search.
+bool call_function_value(const ContainerSort& sort, Value fn, const Value* given, std::size_t n,
+                         Value& r) {
+  const std::vector<Value>& items = sort.items(fn);
+  const Callable& target = sort.callable(items[0]);
+  std::vector<Value> args(items.begin() + 1, items.end());
+  args.insert(args.end(), given, given + n);
+  if (target.primitive) return target.primitive->apply(args.data(), args.size(), r);
+  PrimitiveContext& context = primitive_context();
+  std::optional<FunctionId> f =
+      context.egraph ? context.egraph->find_function(target.name) : std::nullopt;
+  if (!f) {
+    primitive_failure_reason() = "function '" + target.name + "' no longer exists";
+    return false;
+  }
+  if (context.may_insert && context.egraph->function(*f).kind == FunctionKind::Constructor) {
+    r = context.egraph->lookup_or_insert(*f, args.data());
+    return true;
+  }
+  std::optional<Value> found = context.egraph->lookup(*f, args.data());
+  if (!found) {
+    primitive_failure_reason() = "'" + target.name + "' has no row for these arguments";
+    return false;
+  }
+  r = *found;
+  return true;
+}
+
+// The higher-order primitives over container and function-value sorts, for every combination
+// that involves sort `added` (just declared): (unstable-vec-map f v) and (map-fold-kv f init m).
+void add_higher_order(EGraph& egraph, SortId added) {
+  auto as = [&](SortId s, ContainerKind kind) -> std::shared_ptr<const ContainerSort> {
+    const Sort& sort = egraph.sort(s);
+    if (!sort.container || sort.container->kind() != kind) return nullptr;
+    return std::shared_ptr<const ContainerSort>(sort.primitive, sort.container);
+  };
+  auto add = [&](std::string name, std::vector<SortId> inputs, SortId output, PrimitiveFn fn,
+                 const std::shared_ptr<const ContainerSort>& owner, SortId owner_id) {
+    egraph.primitives().add(
+        Primitive{std::move(name), std::move(inputs), output, false, std::move(fn), owner.get(), owner_id});
+  };
+  for (SortId fs = 0; fs < egraph.num_sorts(); ++fs) {
+    auto fn = as(fs, ContainerKind::Fn);
+    if (!fn) continue;
+    const std::vector<SortId>& sig = fn->params();  // inputs..., output
+    for (SortId a = 0; a < egraph.num_sorts(); ++a) {
+      for (SortId b = 0; b < egraph.num_sorts(); ++b) {
+        if (fs != added && a != added && b != added) continue;
+        auto in = as(a, ContainerKind::Vec), out = as(b, ContainerKind::Vec);
+        if (in && out && sig.size() == 2 && in->params()[0] == sig[0] && out->params()[0] == sig[1]) {
+          add("unstable-vec-map", {fs, a}, b,
+              [fn, in, out](const Value* x, std::size_t, Value& r) {
+                std::vector<Value> mapped;
+                for (Value item : in->items(x[1])) {
+                  Value y = 0;
+                  if (!call_function_value(*fn, x[0], &item, 1, y)) return false;
+                  mapped.push_back(y);
+                }
+                r = out->make(std::move(mapped));
+                return true;
+              },
+              fn, fs);
+        }
+      }
+      auto map = as(a, ContainerKind::Map);
+      if (map && (fs == added || a == added) && sig.size() == 4 && sig[0] == sig[3] &&
+          sig[1] == map->params()[0] && sig[2] == map->params()[1]) {
+        // Folds the entries in key order: acc = f(acc, key, value).
+        add("map-fold-kv", {fs, sig[0], a}, sig[0],
+            [fn, map](const Value* x, std::size_t, Value& r) {
+              Value acc = x[1];
+              const std::vector<Value>& items = map->items(x[2]);
+              for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+                Value args[] = {acc, items[i], items[i + 1]};
+                if (!call_function_value(*fn, x[0], args, 3, acc)) return false;
+              }
+              r = acc;
+              return true;
+            },
+            fn, fs);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::size_t ValueListHash::operator()(const std::vector<Value>& items) const {
@@ -440,6 +526,7 @@ SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::s
     case ContainerKind::Maybe: prims.maybe(); break;
     case ContainerKind::Fn: break;  // add_function_value_sort registers unstable-app
   }
+  add_higher_order(egraph, self);
   return self;
 }
 
@@ -456,31 +543,10 @@ SortId add_function_value_sort(EGraph& egraph, const Builtins& builtins, const s
   egraph.primitives().add(Primitive{
       "unstable-app", std::move(app_inputs), output, false,
       [sort](const Value* a, std::size_t n, Value& r) {
-        const std::vector<Value>& items = sort->items(a[0]);
-        const Callable& target = sort->callable(items[0]);
-        std::vector<Value> args(items.begin() + 1, items.end());
-        args.insert(args.end(), a + 1, a + n);
-        if (target.primitive) return target.primitive->apply(args.data(), args.size(), r);
-        PrimitiveContext& context = primitive_context();
-        std::optional<FunctionId> f =
-            context.egraph ? context.egraph->find_function(target.name) : std::nullopt;
-        if (!f) {
-          primitive_failure_reason() = "function '" + target.name + "' no longer exists";
-          return false;
-        }
-        if (context.may_insert && context.egraph->function(*f).kind == FunctionKind::Constructor) {
-          r = context.egraph->lookup_or_insert(*f, args.data());
-          return true;
-        }
-        std::optional<Value> found = context.egraph->lookup(*f, args.data());
-        if (!found) {
-          primitive_failure_reason() = "'" + target.name + "' has no row for these arguments";
-          return false;
-        }
-        r = *found;
-        return true;
+        return call_function_value(*sort, a[0], a + 1, n - 1, r);
       },
       sort.get(), self});
+  add_higher_order(egraph, self);
   return self;
 }
 
