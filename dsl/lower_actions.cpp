@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dsl/typing.hpp"
+#include "engine/container.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::dsl {
@@ -181,22 +182,52 @@ class ActionBuilder {
       ActionOp op = decl.kind == FunctionKind::Constructor ? ActionOp::Construct : ActionOp::Lookup;
       return {Operand::reg_of(emit(op, id, std::move(args), e.span)), decl.output};
     }
+    if (name == "unstable-fn") return function_value(e, expected);
     if (scope_.egraph.primitives().contains(name)) {
-      std::vector<Typed> args;
-      std::vector<std::optional<SortId>> sorts;
-      for (std::size_t i = 1; i < e.items.size(); ++i) {
-        args.push_back(expr(e.items[i], std::nullopt));
-        sorts.push_back(args.back().sort);
+      std::vector<Typed> args(e.items.size() - 1);
+      std::vector<std::optional<SortId>> sorts(args.size());
+      // A function value `(unstable-fn ...)` or an empty container such as `(set-of)` as an
+      // argument takes its sort from the call, so the other arguments are typed first (egglog
+      // infers them the same way).
+      auto is_function_value = [&](const Sexp& a) {
+        if (!a.is_list() || a.items.empty() || !a.items[0].is_symbol()) return false;
+        return a.items[0].text == "unstable-fn" ||
+               (a.items.size() == 1 && scope_.egraph.primitives().contains(a.items[0].text));
+      };
+      for (int pass = 0; pass < 2; ++pass) {
+        for (std::size_t i = 0; i < args.size(); ++i) {
+          const Sexp& a = e.items[i + 1];
+          if (is_function_value(a) != (pass == 1)) continue;
+          std::optional<SortId> want;
+          if (pass == 1) {
+            auto fits = matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(name),
+                                           sorts, expected);
+            if (!fits.empty() && std::all_of(fits.begin(), fits.end(), [&](const Primitive* p) {
+                  return input_sort(*p, i) == input_sort(*fits[0], i);
+                })) {
+              want = input_sort(*fits[0], i);
+            }
+          }
+          args[i] = expr(a, want);
+          sorts[i] = args[i].sort;
+        }
       }
       auto candidates =
-          matching_overloads(scope_.egraph.primitives().overloads(name), sorts, std::nullopt);
+          matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(name), sorts, std::nullopt);
       if (candidates.size() > 1 && expected) {
-        candidates = matching_overloads(scope_.egraph.primitives().overloads(name), sorts, expected);
+        candidates = matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(name), sorts, expected);
       }
       if (candidates.empty()) {
         std::string list;
         for (const auto& s : sorts) list += (list.empty() ? "" : " ") + sort_name(scope_.egraph, *s);
         throw UserError("no primitive '" + name + "' takes (" + list + ")", e.span);
+      }
+      if (candidates.size() > 1 && candidates[0]->output != candidates[1]->output) {
+        // e.g. (vec-empty) with two Vec sorts declared: nothing says which one is meant.
+        throw UserError("cannot infer the sort of this '" + name + "': it could be " +
+                            sort_name(scope_.egraph, candidates[0]->output) + " or " +
+                            sort_name(scope_.egraph, candidates[1]->output),
+                        e.span);
       }
       const Primitive* p = candidates[0];
       SortId out = p->output;
@@ -207,9 +238,68 @@ class ActionBuilder {
       }
       std::vector<Operand> operands;
       for (const Typed& t : args) operands.push_back(t.operand);
-      return {Operand::reg_of(emit(ActionOp::Primitive, 0, std::move(operands), e.span, p)), out};
+      std::uint32_t dst = emit(ActionOp::Primitive, 0, std::move(operands), e.span, p);
+      // Arguments holding e-classes (a global's value, a class merged earlier in the same
+      // actions) are canonicalized before the call, so containers compare by canonical members.
+      bool holds_classes = false;
+      for (const auto& s : sorts) {
+        holds_classes |= scope_.egraph.is_eq(*s) || scope_.egraph.sort(*s).holds_eclasses;
+      }
+      if (holds_classes) {
+        for (const auto& s : sorts) program_.instrs.back().arg_sorts.push_back(*s);
+      }
+      return {Operand::reg_of(dst), out};
     }
     throw UserError("unknown function '" + name + "'", e.items[0].span);
+  }
+
+  // (unstable-fn "name" partial-args...): a value of the UnstableFn sort whose signature, after
+  // the partial arguments, `name` (a constructor, function or primitive) has.
+  Typed function_value(const Sexp& e, std::optional<SortId> expected) {
+    if (e.items.size() < 2 || e.items[1].kind != SexpKind::String) {
+      throw UserError("expected (unstable-fn \"name\" arguments...)", e.span);
+    }
+    const std::string& target = e.items[1].text;
+    std::vector<Typed> args;
+    std::vector<SortId> partial;
+    for (std::size_t i = 2; i < e.items.size(); ++i) {
+      args.push_back(expr(e.items[i], std::nullopt));
+      partial.push_back(args.back().sort);
+    }
+    engine::EGraph& g = scope_.egraph;
+    std::vector<std::pair<SortId, engine::Callable>> found;
+    for (SortId s = 0; s < g.num_sorts(); ++s) {
+      const engine::ContainerSort* fn = g.sort(s).container;
+      if (!fn || fn->kind() != engine::ContainerKind::Fn || (expected && *expected != s)) continue;
+      std::vector<SortId> inputs = partial;
+      inputs.insert(inputs.end(), fn->params().begin(), fn->params().end() - 1);
+      SortId output = fn->params().back();
+      if (std::optional<engine::FunctionId> f = g.find_function(target)) {
+        const FunctionDecl& decl = g.function(*f);
+        if (decl.inputs == inputs && decl.output == output) {
+          found.push_back({s, engine::Callable{target, nullptr, inputs, output}});
+        }
+        continue;
+      }
+      std::vector<std::optional<SortId>> wanted(inputs.begin(), inputs.end());
+      auto prims = matching_overloads(g, g.primitives().overloads(target), wanted, output);
+      if (!prims.empty()) found.push_back({s, engine::Callable{target, prims[0], inputs, output}});
+    }
+    if (found.size() != 1) {
+      std::string sorts;
+      for (SortId s : partial) sorts += " " + sort_name(g, s);
+      throw UserError(found.empty()
+                          ? "no UnstableFn sort fits '" + target + "' applied first to (" +
+                                (sorts.empty() ? "" : sorts.substr(1)) + ")"
+                          : "cannot infer the sort of this function value: it could be " +
+                                sort_name(g, found[0].first) + " or " + sort_name(g, found[1].first),
+                      e.span);
+    }
+    const Primitive& builder = engine::function_value_builder(g, found[0].first, found[0].second);
+    std::vector<Operand> operands;
+    for (const Typed& t : args) operands.push_back(t.operand);
+    std::uint32_t dst = emit(ActionOp::Primitive, 0, std::move(operands), e.span, &builder);
+    return {Operand::reg_of(dst), found[0].first};
   }
 
   const Scope& scope_;

@@ -195,7 +195,7 @@ class QueryBuilder {
         if (prim.resolved) continue;
         std::vector<std::optional<SortId>> args;
         for (std::uint32_t a : prim.args) args.push_back(slots_[find(a)].sort);
-        auto candidates = matching_overloads(scope_.egraph.primitives().overloads(prim.name),
+        auto candidates = matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(prim.name),
                                              args, slots_[find(prim.result)].sort);
         if (candidates.empty()) throw no_overload(prim, args);
         if (candidates.size() > 1) continue;
@@ -284,7 +284,10 @@ class QueryBuilder {
       std::uint32_t root = find(s);
       const Slot& slot = slots_[root];
       if (slot.constant) {
-        return engine::QueryTerm::literal(*slot.constant, scope_.egraph.is_eq(*slot.sort));
+        const engine::Sort& sort = scope_.egraph.sort(*slot.sort);
+        return engine::QueryTerm::literal(
+            *slot.constant, sort.is_eq,
+            sort.holds_eclasses ? std::optional<SortId>(*slot.sort) : std::nullopt);
       }
       if (var_of[root] < 0) {
         var_of[root] = out.query.num_vars();

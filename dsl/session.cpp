@@ -4,8 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 
 #include "dsl/options.hpp"
+#include "dsl/table_files.hpp"
+#include "engine/container.hpp"
 #include "engine/extract.hpp"
 #include "engine/query_plan.hpp"
 #include "engine/runner.hpp"
@@ -104,6 +107,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "function") declare_function(c, FunctionKind::Function);
   else if (head == "relation") declare_function(c, FunctionKind::Relation);
   else if (head == "ruleset") declare_ruleset(c);
+  else if (head == "unstable-combined-ruleset") declare_combined_ruleset(c);
   else if (head == "rule") add_rule(c);
   else if (head == "rewrite") add_rewrite(c, false);
   else if (head == "birewrite") add_rewrite(c, true);
@@ -117,6 +121,8 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "pop") pop(c);
   else if (head == "print-size") print_size(c);
   else if (head == "print-function") print_function(c);
+  else if (head == "input") input(c);
+  else if (head == "output") output(c);
   else if (head == "print-stats") print_stats(c);
   else if (head == "include") include(c);
   else run_top_level_actions(c);
@@ -135,7 +141,8 @@ void Session::check_new_name(const Sexp& name) const {
 
 SortId Session::lookup_sort(const Sexp& name) const {
   if (name.is_list()) {
-    throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", name.span);
+    throw UserError("name the container sort first, e.g. (sort IntVec (Vec i64)), and use that name",
+                    name.span);
   }
   const std::string& n = expect_symbol(name, "a sort name");
   std::optional<SortId> sort = state_.egraph.find_sort(n);
@@ -145,11 +152,40 @@ SortId Session::lookup_sort(const Sexp& name) const {
 
 void Session::declare_sort(const Sexp& c) {
   if (c.items.size() == 3) {
-    throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", c.items[2].span);
+    check_new_name(c.items[1]);
+    declare_container_sort(c.items[1].text, c.items[2]);
+    return;
   }
-  if (c.items.size() != 2) throw UserError("expected (sort Name)", c.span);
+  if (c.items.size() != 2) throw UserError("expected (sort Name) or (sort Name (Vec sort))", c.span);
   check_new_name(c.items[1]);
   state_.egraph.add_sort(engine::Sort{c.items[1].text, true, nullptr});
+}
+
+// `(Vec T)`, `(Set T)`, `(MultiSet T)`, `(Map K V)`, `(Pair A B)` or `(Maybe T)` over declared
+// sorts.
+void Session::declare_container_sort(const std::string& name, const Sexp& spec) {
+  if (spec.is_list() && spec.items.size() == 3 && spec.items[0].is_symbol("UnstableFn")) {
+    std::vector<SortId> inputs;
+    for (const Sexp* s : list_items(spec.items[1], "input sorts")) inputs.push_back(lookup_sort(*s));
+    engine::add_function_value_sort(state_.egraph, builtins_, name, std::move(inputs),
+                                    lookup_sort(spec.items[2]));
+    return;
+  }
+  engine::ContainerKind kind{};
+  std::size_t arity = 0;
+  if (!spec.is_list() || spec.items.empty() || !spec.items[0].is_symbol() ||
+      !engine::container_kind(spec.items[0].text, kind, arity)) {
+    throw UserError("expected a container sort: (Vec T), (Set T), (MultiSet T), (Map K V), (Pair A B), "
+                    "(Maybe T) or (UnstableFn (inputs...) output)",
+                    spec.span);
+  }
+  if (spec.items.size() - 1 != arity) {
+    throw UserError(spec.items[0].text + " takes " + std::to_string(arity) + " sort argument(s)",
+                    spec.span);
+  }
+  std::vector<SortId> params;
+  for (std::size_t i = 1; i < spec.items.size(); ++i) params.push_back(lookup_sort(spec.items[i]));
+  engine::add_container_sort(state_.egraph, builtins_, name, kind, std::move(params));
 }
 
 void Session::add_constructor(const std::string& name, const std::vector<SortId>& inputs,
@@ -202,14 +238,20 @@ void Session::declare_datatypes(const Sexp& c) {
     if (!group.is_list() || group.items.empty()) {
       throw UserError("expected (Name (Variant sorts...) ...)", group.span);
     }
-    if (group.items[0].is_symbol("sort")) {
-      throw UserError("container sorts (Vec, Set, Map, ...) are not supported yet", group.span);
-    }
+    if (group.items[0].is_symbol("sort")) continue;  // containers come once all names exist
     check_new_name(group.items[0]);
     state_.egraph.add_sort(engine::Sort{group.items[0].text, true, nullptr});
   }
   for (std::size_t i = 1; i < c.items.size(); ++i) {
     const Sexp& group = c.items[i];
+    if (!group.items[0].is_symbol("sort")) continue;
+    if (group.items.size() != 3) throw UserError("expected (sort Name (Vec sort))", group.span);
+    check_new_name(group.items[1]);
+    declare_container_sort(group.items[1].text, group.items[2]);
+  }
+  for (std::size_t i = 1; i < c.items.size(); ++i) {
+    const Sexp& group = c.items[i];
+    if (group.items[0].is_symbol("sort")) continue;
     declare_variants(*state_.egraph.find_sort(group.items[0].text), group, 1);
   }
 }
@@ -288,14 +330,68 @@ void Session::declare_ruleset(const Sexp& c) {
   state_.rulesets.insert(name);
 }
 
+void Session::declare_combined_ruleset(const Sexp& c) {
+  if (c.items.size() < 2) throw UserError("expected (unstable-combined-ruleset name rulesets...)", c.span);
+  const std::string& name = expect_symbol(c.items[1], "a ruleset name");
+  if (state_.rulesets.count(name)) {
+    throw UserError("ruleset '" + name + "' is already declared", c.items[1].span);
+  }
+  state_.rulesets.insert(name);
+  std::vector<std::string>& members = state_.combined[name];
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    // Members may be declared later (egglog checks them when the ruleset runs).
+    members.push_back(expect_symbol(c.items[i], "a ruleset name"));
+  }
+}
+
+std::map<std::string, std::set<std::string>> Session::combined_members() const {
+  std::map<std::string, std::set<std::string>> out;
+  for (const auto& [name, direct] : state_.combined) {
+    std::set<std::string>& leaves = out[name];
+    std::set<std::string> visited{name};
+    std::vector<std::string> work(direct.begin(), direct.end());
+    while (!work.empty()) {
+      std::string r = work.back();
+      work.pop_back();
+      if (!visited.insert(r).second) continue;
+      auto nested = state_.combined.find(r);
+      if (nested == state_.combined.end()) {
+        leaves.insert(r);
+      } else {
+        work.insert(work.end(), nested->second.begin(), nested->second.end());
+      }
+    }
+  }
+  return out;
+}
+
 void Session::require_ruleset(const std::string& name, const support::Span& span) const {
   // egglog reports this when the run starts, so `(fail (run missing 1))` succeeds.
   if (!state_.rulesets.count(name)) {
     throw support::RuntimeFailure("no such ruleset '" + name + "'", span);
   }
+  if (state_.combined.count(name)) {
+    std::map<std::string, std::set<std::string>> members = combined_members();
+    for (const std::string& member : members.at(name)) {
+      if (!state_.rulesets.count(member)) {
+        throw support::RuntimeFailure(
+            "combined ruleset '" + name + "' names ruleset '" + member + "', which does not exist",
+            span);
+      }
+    }
+  }
 }
 
 // ----- rules ---------------------------------------------------------------------------------
+
+void Session::require_rule_target(const std::string& ruleset, const support::Span& span) const {
+  require_ruleset(ruleset, span);
+  if (state_.combined.count(ruleset)) {
+    throw UserError("a rule cannot be added to combined ruleset '" + ruleset +
+                        "': a combined ruleset only names other rulesets",
+                    span);
+  }
+}
 
 namespace {
 
@@ -310,11 +406,13 @@ std::string option_string(const CommandParts& parts, const std::string& key) {
 }  // namespace
 
 void Session::add_rule(const Sexp& c) {
-  CommandParts parts = split_options(c, {":ruleset", ":name"});
+  CommandParts parts = split_options(c, {":ruleset", ":name"}, {":naive", ":unsafe-seminaive"});
   if (parts.positional.size() != 2) throw UserError("expected (rule (facts...) (actions...))", c.span);
   engine::Rule rule;
   rule.ruleset = option_string(parts, ":ruleset");
-  if (parts.has(":ruleset")) require_ruleset(rule.ruleset, parts.value(":ruleset").span);
+  if (parts.has(":ruleset")) require_rule_target(rule.ruleset, parts.value(":ruleset").span);
+  // :unsafe-seminaive is egglog's default evaluation (semi-naive), so it changes nothing here.
+  rule.naive = parts.has(":naive");
   rule.name = parts.has(":name") ? option_string(parts, ":name") : source_text(c);
   for (const engine::Rule& other : state_.rules) {
     if (other.name == rule.name && parts.has(":name")) {
@@ -334,7 +432,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
   CommandParts parts = split_options(c, {":ruleset", ":name"}, {":subsume"}, {":when"});
   if (parts.positional.size() != 2) throw UserError("expected (rewrite lhs rhs)", c.span);
   std::string ruleset = option_string(parts, ":ruleset");
-  if (parts.has(":ruleset")) require_ruleset(ruleset, parts.value(":ruleset").span);
+  if (parts.has(":ruleset")) require_rule_target(ruleset, parts.value(":ruleset").span);
   std::vector<const Sexp*> conditions;
   if (parts.has(":when")) {
     for (const Sexp* group : parts.options.at(":when")) {
@@ -368,7 +466,10 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
     CompiledQuery query = compile_query(scope(), facts);
     const Binding& root_binding = query.names.at(root.text);
     if (!state_.egraph.is_eq(root_binding.sort)) {
-      throw UserError("the left side of a rewrite must be a constructor call", lhs.span);
+      throw UserError("the left side of a rewrite must be an e-class (a constructor call, or a call "
+                      "of a function returning a datatype), not " +
+                          sort_name(state_.egraph, root_binding.sort) + ": its value cannot be unioned",
+                      lhs.span);
     }
     Sexp union_action;
     union_action.kind = SexpKind::List;
@@ -426,7 +527,7 @@ void Session::let_global(const Sexp& c) {
 // ----- running -------------------------------------------------------------------------------
 
 void Session::execute_schedule(const engine::Schedule& schedule) {
-  engine::Runner runner(state_.egraph, state_.rules, limits_);
+  engine::Runner runner(state_.egraph, state_.rules, limits_, combined_members());
   engine::RunReport report = runner.run(schedule);
   total_report_.absorb(report);
 }
@@ -525,7 +626,7 @@ void Session::extract(const Sexp& c) {
   std::vector<Value> registers(expr.program.num_registers);
   engine::run_actions(state_.egraph, expr.program, registers.data());
   state_.egraph.rebuild();
-  Value value = registers[expr.result];
+  Value value = state_.egraph.canonical(expr.sort, registers[expr.result]);
   engine::TreeExtractor extractor(state_.egraph);
   try {
     if (variants == 0) {
@@ -593,19 +694,40 @@ void Session::print_size(const Sexp& c) {
 }
 
 void Session::print_function(const Sexp& c) {
-  CommandParts parts = split_options(c, {":mode"});
+  CommandParts parts = split_options(c, {":mode", ":file"});
   if (parts.positional.empty() || parts.positional.size() > 2) {
-    throw UserError("expected (print-function name [N])", c.span);
+    throw UserError("expected (print-function name [N] [:mode default|csv] [:file \"path\"])", c.span);
   }
-  if (parts.has(":mode") && !parts.value(":mode").is_symbol("default")) {
-    throw UserError("print-function supports only the default mode (not " +
-                        parts.value(":mode").to_string() + ") for now",
-                    parts.value(":mode").span);
+  bool csv = false;
+  if (parts.has(":mode")) {
+    const Sexp& mode = parts.value(":mode");
+    if (!mode.is_symbol("default") && !mode.is_symbol("csv")) {
+      throw UserError("print-function's :mode is default or csv, not " + mode.to_string(), mode.span);
+    }
+    csv = mode.is_symbol("csv");
   }
   const std::string& name = expect_symbol(*parts.positional[0], "a function name");
   std::uint64_t limit = parts.positional.size() == 2
                             ? expect_count(*parts.positional[1], "a row count")
                             : UINT64_MAX;
+  std::ostringstream text;
+  write_rows(name, parts.positional[0]->span, limit, csv, text);
+  if (!parts.has(":file")) {
+    out_ << text.str();
+    return;
+  }
+  const Sexp& file = parts.value(":file");
+  if (file.kind != SexpKind::String) throw UserError("expected a file name in quotes", file.span);
+  std::ofstream to(file.text, std::ios::binary | std::ios::trunc);
+  if (!to || !(to << text.str()) || !to.flush()) {
+    throw support::RuntimeFailure("cannot write file '" + file.text + "'", file.span);
+  }
+}
+
+// The rows of function (or global) `name`, as print-function shows them: egglog's default
+// block, or one CSV line per row (name, arguments, output; a relation's output is its row).
+void Session::write_rows(const std::string& name, const support::Span& span, std::uint64_t limit,
+                         bool csv, std::ostream& out) {
   engine::EGraph& g = state_.egraph;
   engine::TreeExtractor extractor(g);
   auto show = [&](SortId sort, Value v) {
@@ -615,35 +737,107 @@ void Session::print_function(const Sexp& c) {
       return std::string("Unextractable");
     }
   };
+  auto line = [&](const std::string& head, const std::vector<std::string>& args,
+                  const std::optional<std::string>& output) {
+    if (csv) {
+      out << csv_field(head);
+      for (const std::string& a : args) out << "," << csv_field(a);
+      if (output) out << "," << csv_field(*output);
+      out << "\n";
+      return;
+    }
+    out << "   (" << head;
+    for (const std::string& a : args) out << " " << a;
+    out << ")";
+    if (output) out << " -> " << *output;
+    out << "\n";
+  };
+  if (!csv) out << "(\n";
   if (const Global* global = this->global(name)) {
-    out_ << "(\n";
-    if (limit > 0) out_ << "   (" << name << ") -> " << show(global->sort, global->value) << "\n";
-    out_ << ")\n";
+    if (limit > 0) line(name, {}, show(global->sort, g.canonical(global->sort, global->value)));
+    if (!csv) out << ")\n";
     return;
   }
   std::optional<engine::FunctionId> f = g.find_function(name);
-  if (!f) throw UserError("unknown function '" + name + "'", parts.positional[0]->span);
+  if (!f) throw UserError("unknown function '" + name + "'", span);
   const FunctionDecl& decl = g.function(*f);
   const engine::Table& t = g.table(*f);
-  out_ << "(\n";
   std::uint64_t shown = 0;
   for (engine::RowId r = 0; r < t.end() && shown < limit; ++r) {
     if (!t.alive(r)) continue;
     ++shown;
     const Value* row = t.row(r);
-    std::string key = "(" + decl.name;
-    for (std::size_t i = 0; i < decl.inputs.size(); ++i) key += " " + show(decl.inputs[i], row[i]);
-    key += ")";
-    out_ << "   " << key;
+    std::vector<std::string> args;
+    for (std::size_t i = 0; i < decl.inputs.size(); ++i) args.push_back(show(decl.inputs[i], row[i]));
+    std::optional<std::string> output;
     if (decl.kind == FunctionKind::Relation) {
       // A relation row is its own term; subsumed rows are not extractable.
-      out_ << " -> " << (t.subsumed(r) ? std::string("Unextractable") : key);
+      std::string term = "(" + decl.name;
+      for (const std::string& a : args) term += " " + a;
+      output = t.subsumed(r) ? std::string("Unextractable") : term + ")";
     } else if (decl.output != builtins_.unit) {
-      out_ << " -> " << show(decl.output, row[decl.inputs.size()]);
+      output = show(decl.output, row[decl.inputs.size()]);
     }
-    out_ << "\n";
+    line(decl.name, args, output);
   }
-  out_ << ")\n";
+  if (!csv) out << ")\n";
+}
+
+// (input f "file"): adds the rows of a tab-separated file to function or relation f.
+void Session::input(const Sexp& c) {
+  if (c.items.size() != 3 || c.items[2].kind != SexpKind::String) {
+    throw UserError("expected (input function \"file\")", c.span);
+  }
+  const std::string& name = expect_symbol(c.items[1], "a function name");
+  engine::EGraph& g = state_.egraph;
+  std::optional<engine::FunctionId> f = g.find_function(name);
+  if (!f) throw UserError("unknown function '" + name + "'", c.items[1].span);
+  const FunctionDecl& decl = g.function(*f);
+  std::vector<SortId> sorts = decl.inputs;
+  if (decl.kind != FunctionKind::Relation) sorts.push_back(decl.output);
+  for (std::size_t i = 0; i < sorts.size(); ++i) {
+    bool output_column = i == decl.inputs.size();
+    if (!readable_from_file(builtins_, sorts[i], output_column)) {
+      throw UserError(std::string("input reads only ") +
+                          (output_column ? "i64 and String outputs" : "i64, f64 and String keys") +
+                          ", not " + sort_name(g, sorts[i]),
+                      c.items[1].span);
+    }
+  }
+  std::vector<std::vector<Value>> rows;
+  try {
+    rows = read_tsv_rows(c.items[2].text, sorts, builtins_);
+  } catch (const UserError& e) {
+    support::rethrow_with_span(e, c.items[2].span);
+  }
+  for (const std::vector<Value>& row : rows) {
+    g.set(*f, row.data(), decl.kind == FunctionKind::Relation ? Value{0} : row.back());
+  }
+}
+
+// (output "file" exprs...): appends each expression's extracted term to the file, one per line.
+void Session::output(const Sexp& c) {
+  if (c.items.size() < 2 || c.items[1].kind != SexpKind::String) {
+    throw UserError("expected (output \"file\" expressions...)", c.span);
+  }
+  std::string text;
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    CompiledExpression expr = compile_expression(scope(), c.items[i]);
+    std::vector<Value> registers(expr.program.num_registers);
+    engine::run_actions(state_.egraph, expr.program, registers.data());
+    state_.egraph.rebuild();
+    engine::TreeExtractor extractor(state_.egraph);
+    try {
+      text += extractor.term(expr.sort, state_.egraph.canonical(expr.sort, registers[expr.result]));
+    } catch (const UserError& e) {
+      throw support::RuntimeFailure("extraction failed: " + e.message(), c.items[i].span);
+    }
+    text += "\n";
+  }
+  std::ofstream to(c.items[1].text, std::ios::binary | std::ios::app);
+  if (!to || !(to << text) || !to.flush()) {
+    throw support::RuntimeFailure("cannot write file '" + c.items[1].text + "'", c.items[1].span);
+  }
 }
 
 void Session::print_stats(const Sexp&) { out_ << total_report_.summary(); }

@@ -44,6 +44,8 @@ class Session {
     engine::EGraph egraph;
     std::vector<engine::Rule> rules;
     std::set<std::string> rulesets{""};
+    // unstable-combined-ruleset: name -> the rulesets it names (plain or combined).
+    std::map<std::string, std::vector<std::string>> combined;
     std::map<std::string, Global> globals;
   };
 
@@ -52,12 +54,16 @@ class Session {
   void dispatch(const Sexp& command);
 
   void declare_sort(const Sexp& c);
+  void declare_container_sort(const std::string& name, const Sexp& spec);
   void declare_datatype(const Sexp& c);
   void declare_datatypes(const Sexp& c);
   void declare_variants(engine::SortId sort, const Sexp& list, std::size_t first);
   void declare_constructor(const Sexp& c);
   void declare_function(const Sexp& c, engine::FunctionKind kind);
   void declare_ruleset(const Sexp& c);
+  void declare_combined_ruleset(const Sexp& c);
+  // Every combined ruleset with the plain rulesets it reaches.
+  std::map<std::string, std::set<std::string>> combined_members() const;
   void add_rule(const Sexp& c);
   void add_rewrite(const Sexp& c, bool both_ways);
   void run_top_level_actions(const Sexp& c);
@@ -71,6 +77,10 @@ class Session {
   void pop(const Sexp& c);
   void print_size(const Sexp& c);
   void print_function(const Sexp& c);
+  void write_rows(const std::string& name, const support::Span& span, std::uint64_t limit,
+                  bool csv, std::ostream& out);
+  void input(const Sexp& c);
+  void output(const Sexp& c);
   void print_stats(const Sexp& c);
   void include(const Sexp& c);
 
@@ -81,6 +91,7 @@ class Session {
   void check_new_name(const Sexp& name) const;
   engine::Schedule parse_schedule(const Sexp& s);
   void require_ruleset(const std::string& name, const support::Span& span) const;
+  void require_rule_target(const std::string& ruleset, const support::Span& span) const;
   void execute_schedule(const engine::Schedule& schedule);
 
   std::ostream& out_;

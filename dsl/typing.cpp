@@ -19,12 +19,13 @@ SortId input_sort(const Primitive& p, std::size_t i) {
 
 // Resolves a primitive overload from partially known argument and result sorts. Returns the
 // candidates that remain possible.
-std::vector<const Primitive*> matching_overloads(const std::vector<const Primitive*>& overloads,
+std::vector<const Primitive*> matching_overloads(const engine::EGraph& egraph,
+                                                 const std::vector<const Primitive*>& overloads,
                                                  const std::vector<std::optional<SortId>>& args,
                                                  std::optional<SortId> result) {
   std::vector<const Primitive*> out;
   for (const Primitive* p : overloads) {
-    if (!arity_ok(*p, args.size())) continue;
+    if (!arity_ok(*p, args.size()) || !egraph.is_live(*p)) continue;
     std::optional<SortId> any;
     bool ok = true;
     for (std::size_t i = 0; i < args.size() && ok; ++i) {

@@ -29,7 +29,7 @@ bool arity_ok(const engine::Primitive& p, std::size_t n);
 engine::SortId input_sort(const engine::Primitive& p, std::size_t i);
 // The overloads still possible given the argument and result sorts known so far.
 std::vector<const engine::Primitive*> matching_overloads(
-    const std::vector<const engine::Primitive*>& overloads,
+    const engine::EGraph& egraph, const std::vector<const engine::Primitive*>& overloads,
     const std::vector<std::optional<engine::SortId>>& args, std::optional<engine::SortId> result);
 
 // The sort of a literal (Int, Float, Bool, String, the empty list as Unit), or nullopt.

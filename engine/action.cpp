@@ -6,6 +6,10 @@
 namespace kiln::engine {
 
 void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers) {
+  // Left set afterwards: every primitive call comes from here or from a search, which sets
+  // (and restores) its own.
+  PrimitiveContext& context = current_primitive_context;
+  if (context.egraph != &egraph || !context.may_insert) context = PrimitiveContext{&egraph, true};
   std::vector<Value> heap_args;
   Value stack_args[kMaxColumns + 1];
   for (const ActionInstr& instr : program.instrs) {
@@ -34,6 +38,9 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers)
       }
       case ActionOp::Primitive: {
         Value result = 0;
+        for (std::size_t i = 0; i < instr.arg_sorts.size(); ++i) {
+          args[i] = egraph.canonical(instr.arg_sorts[i], args[i]);
+        }
         std::string& reason = primitive_failure_reason();
         reason.clear();
         if (!instr.primitive->apply(args, count, result)) {

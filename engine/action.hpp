@@ -38,6 +38,8 @@ struct ActionInstr {
   std::vector<Operand> args;
   std::uint32_t dst = 0;
   std::string message;
+  // Primitive: the argument sorts, when some hold e-classes and must be canonical (else empty).
+  std::vector<SortId> arg_sorts;
   support::Span span;  // for errors
 };
 

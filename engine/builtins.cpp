@@ -1,5 +1,7 @@
 #include "engine/builtins.hpp"
 
+#include "engine/bignum.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -423,7 +425,14 @@ void add_bool_primitives(Registrar& reg, const Builtins& b) {
     return true;
   });
   reg.bool_binary("and", [](bool x, bool y) { return x && y; });
-  reg.bool_binary("or", [](bool x, bool y) { return x || y; });
+  // `or` takes any number of arguments (`(or)` is false); `and` and `xor` exactly two.
+  reg.add(
+      "or", {b.boolean}, b.boolean,
+      [](const Value* a, std::size_t count, Value& r) {
+        r = BoolSort::make(std::any_of(a, a + count, [](Value v) { return BoolSort::get(v); }));
+        return true;
+      },
+      /*variadic=*/true);
   reg.bool_binary("xor", [](bool x, bool y) { return x != y; });
   reg.bool_binary("=>", [](bool x, bool y) { return !x || y; });
   reg.add("guard", {b.boolean}, b.unit,
@@ -468,6 +477,10 @@ std::string F64Sort::print(Value v) const {
 Value F64Sort::make(double x) const {
   std::uint64_t key = std::isnan(x) ? kCanonicalNanBits : (x == 0.0 ? 0 : bits_of(x));
   return first_spelling_.emplace(key, bits_of(x)).first->second;
+}
+
+int F64Sort::compare(Value a, Value b) const {
+  return compare_f64(get(a), get(b));
 }
 
 double F64Sort::get(Value v) {
@@ -523,6 +536,7 @@ Builtins add_builtins(EGraph& egraph) {
   add_string_primitives(reg, b);
   add_bool_primitives(reg, b);
   add_generic_primitives(reg, b);
+  add_bignum_sorts(egraph, b);
   return b;
 }
 

@@ -27,6 +27,7 @@ class BoolSort final : public PrimitiveSort {
 class I64Sort final : public PrimitiveSort {
  public:
   std::string print(Value v) const override { return std::to_string(get(v)); }
+  int compare(Value a, Value b) const override { return get(a) < get(b) ? -1 : (get(a) > get(b) ? 1 : 0); }
   static Value make(std::int64_t x) { return static_cast<Value>(x); }
   static std::int64_t get(Value v) { return static_cast<std::int64_t>(v); }
 };
@@ -36,6 +37,7 @@ class I64Sort final : public PrimitiveSort {
 class F64Sort final : public PrimitiveSort {
  public:
   std::string print(Value v) const override;
+  int compare(Value a, Value b) const override;
   Value make(double x) const;
   static double get(Value v);
   // Rust's Debug formatting (used by to-string): exponent form for very large or small values.
@@ -48,6 +50,7 @@ class F64Sort final : public PrimitiveSort {
 class StringSort final : public PrimitiveSort {
  public:
   std::string print(Value v) const override;
+  int compare(Value a, Value b) const override { return get(a).compare(get(b)); }
   Value make(const std::string& s) const { return strings_.intern(s); }
   const std::string& get(Value v) const { return strings_.get(v); }
 

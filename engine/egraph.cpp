@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/container.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::engine {
@@ -13,6 +14,8 @@ SortId EGraph::add_sort(Sort sort) {
   KILN_ASSERT(!sort_by_name_.count(sort.name), "duplicate sort " + sort.name);
   SortId id = static_cast<SortId>(sorts_.size());
   sort_by_name_[sort.name] = id;
+  sort.container = dynamic_cast<const ContainerSort*>(sort.primitive.get());
+  sort.holds_eclasses = sort.primitive && sort.primitive->holds_eclasses();
   sorts_.push_back(std::move(sort));
   return id;
 }
@@ -31,12 +34,18 @@ FunctionId EGraph::add_function(FunctionDecl decl) {
   }
   FunctionId id = static_cast<FunctionId>(functions_.size());
   function_by_name_[decl.name] = id;
+  std::vector<SortId> column_sorts = decl.inputs;
+  column_sorts.push_back(decl.output);
   std::vector<std::uint8_t> eq_columns;
-  for (SortId s : decl.inputs) eq_columns.push_back(sorts_[s].is_eq);
-  eq_columns.push_back(sorts_[decl.output].is_eq);
-  bool any_eq = std::find(eq_columns.begin(), eq_columns.end(), 1) != eq_columns.end();
+  for (SortId s : column_sorts) {
+    eq_columns.push_back(sorts_[s].is_eq ? kClassColumn
+                                         : (sorts_[s].holds_eclasses ? kContainerColumn : kPlainColumn));
+  }
+  bool any_eq = std::find_if(eq_columns.begin(), eq_columns.end(),
+                             [](std::uint8_t k) { return k != kPlainColumn; }) != eq_columns.end();
   auto num_keys = static_cast<std::uint32_t>(decl.inputs.size());
-  functions_.push_back(FunctionEntry{std::move(decl), Table(num_keys), std::move(eq_columns), any_eq});
+  functions_.push_back(FunctionEntry{std::move(decl), Table(num_keys), std::move(eq_columns),
+                                     std::move(column_sorts), any_eq});
   return id;
 }
 
@@ -57,7 +66,7 @@ RowId EGraph::find_row(const FunctionEntry& f, const Value* keys_in, Value* keys
                        std::uint64_t* hash) {
   std::size_t n = f.decl.inputs.size();
   for (std::size_t i = 0; i < n; ++i) {
-    keys[i] = f.eq_columns[i] ? union_find_.find(keys_in[i]) : keys_in[i];
+    keys[i] = canonical_cell(f, i, keys_in[i]);
   }
   std::uint64_t h = f.table.key_hash(keys);
   if (hash) *hash = h;
@@ -69,7 +78,7 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
   Value keys[kMaxColumns];
   std::size_t n = f.decl.inputs.size();
   for (std::size_t i = 0; i < n; ++i) {
-    keys[i] = f.eq_columns[i] ? union_find_.find(keys_in[i]) : keys_in[i];
+    keys[i] = canonical_cell(f, i, keys_in[i]);
   }
   std::uint64_t hash = f.table.key_hash(keys);
   RowId r = f.table.find(keys, hash);
@@ -154,6 +163,18 @@ bool EGraph::subsume(FunctionId id, const Value* keys_in) {
 
 // One sweep over every table: rows mentioning a non-canonical id are re-written canonically.
 // Returns true if the sweep merged classes (so another sweep is needed).
+Value EGraph::canonical_container(const ContainerSort& sort, Value v) {
+  const std::vector<Value>& items = sort.items(v);
+  std::size_t i = 0;
+  for (; i < items.size(); ++i) {
+    if (canonical(sort.item_sort(items, i), items[i]) != items[i]) break;
+  }
+  if (i == items.size()) return v;
+  std::vector<Value> fresh(items.begin(), items.end());
+  for (; i < fresh.size(); ++i) fresh[i] = canonical(sort.item_sort(items, i), fresh[i]);
+  return sort.make(std::move(fresh));
+}
+
 bool EGraph::rebuild_pass() {
   std::uint64_t unions_before = union_find_.unions();
   std::vector<RowId> stale;
@@ -167,7 +188,10 @@ bool EGraph::rebuild_pass() {
       if (!t.alive(r)) continue;
       const Value* row = t.row(r);
       for (std::uint32_t c = 0; c < width; ++c) {
-        if (f.eq_columns[c] && !union_find_.is_root(row[c])) {
+        std::uint8_t kind = f.eq_columns[c];
+        if (kind == kPlainColumn) continue;
+        if (kind == kClassColumn ? !union_find_.is_root(row[c])
+                                 : canonical(f.column_sorts[c], row[c]) != row[c]) {
           stale.push_back(r);
           break;
         }
@@ -191,9 +215,7 @@ bool EGraph::rebuild_pass() {
     std::exception_ptr failure;
     for (std::size_t i = 0; i < stale.size(); ++i) {
       Value* row = &saved[i * stride];
-      for (std::uint32_t c = 0; c < width; ++c) {
-        if (f.eq_columns[c]) row[c] = union_find_.find(row[c]);
-      }
+      for (std::uint32_t c = 0; c < width; ++c) row[c] = canonical_cell(f, c, row[c]);
       try {
         std::uint64_t hash = f.table.key_hash(row);
         write_row(f, f.table.find(row, hash), row, hash, canonical(f.decl.output, row[width - 1]),

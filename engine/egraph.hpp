@@ -36,13 +36,24 @@ class EGraph {
   const Table& table(FunctionId id) const { return functions_[id].table; }
 
   PrimitiveTable& primitives() { return *primitives_; }
+  // False for a primitive of a sort that a `pop` removed (see Primitive::owner).
+  bool is_live(const Primitive& p) const {
+    return p.owner == nullptr ||
+           (p.owner_id < sorts_.size() && sorts_[p.owner_id].primitive.get() == p.owner);
+  }
   const PrimitiveTable& primitives() const { return *primitives_; }
 
   // --- e-classes ---
   Value make_class() { ++version_; return union_find_.make_set(); }
   Value find(Value id) { return union_find_.find(id); }
   Value find_const(Value id) const { return union_find_.find_const(id); }
-  Value canonical(SortId sort, Value v) { return sorts_[sort].is_eq ? find(v) : v; }
+  // The canonical form of a value of `sort`: the root of an e-class, a container of e-classes
+  // re-interned with canonical elements, any other value itself.
+  Value canonical(SortId sort, Value v) {
+    const Sort& s = sorts_[sort];
+    if (s.is_eq) return find(v);
+    return s.holds_eclasses ? canonical_container(*s.container, v) : v;
+  }
   // Returns true if the two classes were distinct.
   bool unite(Value a, Value b);
 
@@ -96,9 +107,20 @@ class EGraph {
   struct FunctionEntry {
     FunctionDecl decl;
     Table table;
-    std::vector<std::uint8_t> eq_columns;  // per column (keys..., output): holds e-class ids?
+    // Per column (keys..., output): kPlainColumn, kClassColumn (e-class ids) or kContainerColumn
+    // (containers of e-classes); rebuild visits tables with any non-plain column.
+    std::vector<std::uint8_t> eq_columns;
+    std::vector<SortId> column_sorts;
     bool has_eq_columns = false;
   };
+  static constexpr std::uint8_t kPlainColumn = 0, kClassColumn = 1, kContainerColumn = 2;
+
+  Value canonical_container(const ContainerSort& sort, Value v);
+  Value canonical_cell(const FunctionEntry& f, std::size_t column, Value v) {
+    std::uint8_t kind = f.eq_columns[column];
+    if (kind == kClassColumn) return union_find_.find(v);
+    return kind == kPlainColumn ? v : canonical(f.column_sorts[column], v);
+  }
 
   // Canonicalizes keys_in into keys and returns the live row holding them (or kNoRow).
   RowId find_row(const FunctionEntry& f, const Value* keys_in, Value* keys,

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/container.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::engine {
@@ -67,6 +68,18 @@ std::optional<std::uint64_t> TreeExtractor::node_cost(const ENode& node) const {
 
 std::optional<std::uint64_t> TreeExtractor::cost(SortId sort, Value value) const {
   const Sort& s = egraph_.sort(sort);
+  if (s.container) {
+    // A container costs the sum of its elements' costs.
+    const std::vector<Value>& items = s.container->items(value);
+    std::uint64_t total = 0;
+    // A function value's first item names its target and costs nothing.
+    for (std::size_t i = s.container->kind() == ContainerKind::Fn ? 1 : 0; i < items.size(); ++i) {
+      std::optional<std::uint64_t> c = cost(s.container->item_sort(items, i), items[i]);
+      if (!c) return std::nullopt;
+      total = add_saturating(total, *c);
+    }
+    return total;
+  }
   if (!s.is_eq) return s.primitive->literal_cost();
   auto found = best_.find(egraph_.find_const(value));
   if (found == best_.end()) return std::nullopt;
@@ -75,6 +88,10 @@ std::optional<std::uint64_t> TreeExtractor::cost(SortId sort, Value value) const
 
 void TreeExtractor::print_value(SortId sort, Value value, std::string& out) const {
   const Sort& s = egraph_.sort(sort);
+  if (s.container) {
+    print_container(*s.container, value, out);
+    return;
+  }
   if (!s.is_eq) {
     out += s.primitive->print(value);
     return;
@@ -107,7 +124,7 @@ void TreeExtractor::print_node(const ENode& root, std::string& out) const {
     if (!item.node) {
       const Sort& s = egraph_.sort(item.sort);
       if (!s.is_eq) {
-        out += s.primitive->print(item.value);
+        print_value(item.sort, item.value, out);
         continue;
       }
       auto found = best_.find(egraph_.find_const(item.value));
@@ -130,6 +147,83 @@ void TreeExtractor::print_node(const ENode& root, std::string& out) const {
       stack.push_back({std::nullopt, 0, 0, ' '});
     }
   }
+}
+
+void TreeExtractor::print_container(const ContainerSort& sort, Value value, std::string& out) const {
+  static constexpr std::size_t kMaxContainerDepth = 2000;
+  if (container_depth_ >= kMaxContainerDepth) {
+    throw support::RuntimeFailure("the term nests containers more than " +
+                                  std::to_string(kMaxContainerDepth) + " deep: too deep to print");
+  }
+  struct Depth {
+    std::size_t& d;
+    explicit Depth(std::size_t& depth) : d(++depth) {}
+    ~Depth() { --d; }
+  } depth(container_depth_);
+  const std::vector<Value>& items = sort.items(value);
+  // Elements (a map's key-value entries) print in term order, except a Vec's and a Pair's.
+  std::size_t width = sort.kind() == ContainerKind::Map ? 2 : 1;
+  bool function_value = sort.kind() == ContainerKind::Fn;
+  std::vector<std::size_t> order;
+  for (std::size_t i = function_value ? 1 : 0; i < items.size(); i += width) order.push_back(i);
+  if (sort.kind() == ContainerKind::Set || sort.kind() == ContainerKind::MultiSet ||
+      sort.kind() == ContainerKind::Map) {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      for (std::size_t k = 0; k < width; ++k) {
+        int c = compare_terms(sort.item_sort(items, a + k), items[a + k], items[b + k]);
+        if (c != 0) return c < 0;
+      }
+      return false;
+    });
+  }
+  out += '(';
+  out += sort.head(value);
+  if (function_value) out += " \"" + sort.callable(items[0]).name + "\"";
+  for (std::size_t i : order) {
+    for (std::size_t k = 0; k < width; ++k) {
+      out += ' ';
+      print_value(sort.item_sort(items, i + k), items[i + k], out);
+    }
+  }
+  out += ')';
+}
+
+int TreeExtractor::compare_terms(SortId sort, Value a, Value b, std::size_t depth) const {
+  static constexpr std::size_t kMaxCompareDepth = 10000;
+  if (depth > kMaxCompareDepth) return 0;
+  const Sort& s = egraph_.sort(sort);
+  if (s.container) {
+    const ContainerSort& c = *s.container;
+    if (int h = std::string(c.head(a)).compare(c.head(b)); h != 0) return h;
+    // Same kind: the shorter container first (as egglog orders them), then element by element.
+    const std::vector<Value>& xa = c.items(a);
+    const std::vector<Value>& xb = c.items(b);
+    if (xa.size() != xb.size()) return xa.size() < xb.size() ? -1 : 1;
+    if (c.kind() == ContainerKind::Fn) {
+      if (int e = c.callable(xa[0]).name.compare(c.callable(xb[0]).name); e != 0) return e;
+      if (xa[0] != xb[0]) return xa[0] < xb[0] ? -1 : 1;  // same name, other signature
+    }
+    for (std::size_t i = c.kind() == ContainerKind::Fn ? 1 : 0; i < xa.size() && i < xb.size(); ++i) {
+      if (int e = compare_terms(c.item_sort(xa, i), xa[i], xb[i], depth + 1); e != 0) return e;
+    }
+    return xa.size() < xb.size() ? -1 : (xa.size() > xb.size() ? 1 : 0);
+  }
+  if (!s.is_eq) return s.primitive->compare(a, b);
+  auto na = best_.find(egraph_.find_const(a));
+  auto nb = best_.find(egraph_.find_const(b));
+  if (na == best_.end() || nb == best_.end()) {
+    throw support::RuntimeFailure("no extractable term for an e-class of sort " + s.name);
+  }
+  if (na == nb) return 0;
+  const FunctionDecl& da = egraph_.function(na->second.node.function);
+  const FunctionDecl& db = egraph_.function(nb->second.node.function);
+  if (int h = da.name.compare(db.name); h != 0) return h;
+  const Value* ra = egraph_.table(na->second.node.function).row(na->second.node.row);
+  const Value* rb = egraph_.table(nb->second.node.function).row(nb->second.node.row);
+  for (std::size_t i = 0; i < da.inputs.size(); ++i) {
+    if (int e = compare_terms(da.inputs[i], ra[i], rb[i], depth + 1); e != 0) return e;
+  }
+  return 0;
 }
 
 std::string TreeExtractor::term(SortId sort, Value value) const {

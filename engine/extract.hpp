@@ -40,9 +40,17 @@ class TreeExtractor {
   std::optional<std::uint64_t> node_cost(const ENode& node) const;
   void print_node(const ENode& node, std::string& out) const;
   void print_value(SortId sort, Value value, std::string& out) const;
+  void print_container(const ContainerSort& sort, Value value, std::string& out) const;
+  // egglog's order of printed terms (by head name, then arguments; literals by their sort's
+  // order): the order in which set, multiset and map elements print.
+  // Past `kMaxCompareDepth` levels two terms count as equal (the stack stays bounded).
+  int compare_terms(SortId sort, Value a, Value b, std::size_t depth = 0) const;
 
   const EGraph& egraph_;
   std::map<Value, Best> best_;  // by canonical e-class id
+  // Containers print recursively (a term nests through them as deep as the e-graph lets it),
+  // so their nesting is bounded to keep the call stack safe.
+  mutable std::size_t container_depth_ = 0;
 };
 
 using ENodeCost = std::function<double(const EGraph&, const ENode&)>;

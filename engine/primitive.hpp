@@ -27,12 +27,43 @@ struct Primitive {
   // (String `+` has inputs {String} and accepts 0..n).
   bool variadic = false;
   PrimitiveFn apply;
+  // The sort this primitive was registered for (a container's own primitives), or null. The
+  // table outlives a `pop` that removes the sort, so such a primitive is live only while sort
+  // `owner_id` is still `owner` (EGraph::is_live).
+  const void* owner = nullptr;
+  SortId owner_id = 0;
 };
 
 // Why the primitive call that just returned false failed, when the primitive says (a sort's own
 // error message): a failing action reports it to the rule author after "primitive 'p' failed".
 // Per thread; an action clears it before each call, a query ignores it (a failure filters there).
 std::string& primitive_failure_reason();
+
+class EGraph;
+
+// The e-graph the current primitive call runs against, for primitives that call functions
+// (unstable-app): run_actions (which may create e-nodes) and searches (which only look rows
+// up) set it. Per thread; an inline variable, so the check in run_actions costs a compare.
+struct PrimitiveContext {
+  EGraph* egraph = nullptr;
+  bool may_insert = false;
+};
+inline thread_local PrimitiveContext current_primitive_context;
+inline PrimitiveContext& primitive_context() { return current_primitive_context; }
+
+// Sets the context for a scope and restores the previous one.
+class PrimitiveContextScope {
+ public:
+  PrimitiveContextScope(EGraph& egraph, bool may_insert) : saved_(current_primitive_context) {
+    current_primitive_context = PrimitiveContext{&egraph, may_insert};
+  }
+  ~PrimitiveContextScope() { current_primitive_context = saved_; }
+  PrimitiveContextScope(const PrimitiveContextScope&) = delete;
+  PrimitiveContextScope& operator=(const PrimitiveContextScope&) = delete;
+
+ private:
+  PrimitiveContext saved_;
+};
 
 // All primitives by name; one name may have several overloads (e.g. `+` on i64 and f64).
 class PrimitiveTable {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/primitive.hpp"
@@ -15,9 +16,14 @@ struct QueryTerm {
   std::uint32_t var = 0;
   Value constant = 0;
   bool eq_sort = false;  // a constant e-class id: canonicalized before each search
+  // A constant container of e-classes (canonicalized before each search too): its sort.
+  std::optional<SortId> container_sort;
 
-  static QueryTerm variable(std::uint32_t v) { return {true, v, 0, false}; }
-  static QueryTerm literal(Value value, bool eq_sort) { return {false, 0, value, eq_sort}; }
+  static QueryTerm variable(std::uint32_t v) { return {true, v, 0, false, std::nullopt}; }
+  static QueryTerm literal(Value value, bool eq_sort,
+                           std::optional<SortId> container_sort = std::nullopt) {
+    return {false, 0, value, eq_sort || container_sort.has_value(), container_sort};
+  }
 };
 
 // `function(columns[0..k-1]) = columns[k]`.

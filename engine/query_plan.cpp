@@ -280,11 +280,15 @@ class Executor {
   std::vector<RowId> splits_;
 };
 
+Value canonical_constant(EGraph& egraph, const QueryTerm& t) {
+  return t.container_sort ? egraph.canonical(*t.container_sort, t.constant) : egraph.find(t.constant);
+}
+
 // Constant e-class ids (globals) may have been merged since the rule was compiled.
 Query with_canonical_constants(EGraph& egraph, const Query& query) {
   Query q = query;
   auto fix = [&](QueryTerm& t) {
-    if (!t.is_var && t.eq_sort) t.constant = egraph.find(t.constant);
+    if (!t.is_var && t.eq_sort) t.constant = canonical_constant(egraph, t);
   };
   for (QueryAtom& atom : q.atoms) std::for_each(atom.columns.begin(), atom.columns.end(), fix);
   for (QueryPrimitive& prim : q.primitives) {
@@ -417,6 +421,7 @@ bool run_variant(EGraph& egraph, const Query& query, PlanCache& plans,
 
 bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink,
             PlanCache* cache) {
+  PrimitiveContextScope context(egraph, /*may_insert=*/false);
   PlanCache local;
   PlanCache& plans = cache ? *cache : local;
   plans.learn(query_in);
@@ -452,7 +457,7 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
 bool canonical_constants_moved(EGraph& egraph, const Query& query, std::vector<Value>& seen) {
   std::vector<Value> now;
   auto visit = [&](const QueryTerm& t) {
-    if (!t.is_var && t.eq_sort) now.push_back(egraph.find(t.constant));
+    if (!t.is_var && t.eq_sort) now.push_back(canonical_constant(egraph, t));
   };
   for (const QueryAtom& atom : query.atoms) std::for_each(atom.columns.begin(), atom.columns.end(), visit);
   for (const QueryPrimitive& prim : query.primitives) {

@@ -16,6 +16,8 @@ struct Rule {
   Query query;
   ActionProgram actions;  // registers 0..num_vars-1 hold the match
   support::Span span;
+  // `:naive`: every search sees all rows, not only those new since the rule's last search.
+  bool naive = false;
 
   // Semi-naive clock: rows written at or after this time have not been searched yet.
   Timestamp searched_until = 0;

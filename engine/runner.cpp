@@ -100,8 +100,9 @@ class OriginScope {
 
 }  // namespace
 
-Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits)
-    : egraph_(egraph), rules_(rules), limits_(limits) {}
+Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits,
+               std::map<std::string, std::set<std::string>> combined)
+    : egraph_(egraph), rules_(rules), limits_(limits), combined_(std::move(combined)) {}
 
 RunReport Runner::run(const Schedule& schedule) {
   report_ = RunReport{};
@@ -181,9 +182,11 @@ bool Runner::iterate(const std::string& ruleset) {
   std::vector<Found> found;
   bool any_banned = false;
   Timestamp searched_until = egraph_.now() + 1;
+  auto combined = combined_.find(ruleset);
+  const std::set<std::string>* members = combined == combined_.end() ? nullptr : &combined->second;
   for (std::size_t r = 0; r < rules_.size(); ++r) {
     Rule& rule = rules_[r];
-    if (rule.ruleset != ruleset) continue;
+    if (rule.ruleset != ruleset && (!members || !members->count(rule.ruleset))) continue;
     RuleStats& stats = report_.rules[rule.name];
     if (rule.banned_until_iteration > iteration_) {
       any_banned = true;
@@ -197,7 +200,7 @@ bool Runner::iterate(const std::string& ruleset) {
                                               : UINT64_MAX;
     // A constant e-class (a global) that merged since the last search makes every match
     // through it new, as it would be through egglog's global tables.
-    Timestamp since = rule.searched_until;
+    Timestamp since = rule.naive ? 0 : rule.searched_until;
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {

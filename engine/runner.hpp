@@ -3,6 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <set>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -15,7 +18,9 @@ namespace kiln::engine {
 
 class Runner {
  public:
-  Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits = {});
+  // `combined` maps a combined ruleset's name to the rulesets whose rules it runs together.
+  Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits = {},
+         std::map<std::string, std::set<std::string>> combined = {});
 
   // Runs the schedule; limits stop it early, and the report says why.
   RunReport run(const Schedule& schedule);
@@ -32,6 +37,7 @@ class Runner {
   EGraph& egraph_;
   std::vector<Rule>& rules_;
   RunLimits limits_;
+  std::map<std::string, std::set<std::string>> combined_;
   RunReport report_;
   std::uint64_t iteration_ = 0;
   const std::vector<std::uint32_t>& stored_vars(std::size_t rule);

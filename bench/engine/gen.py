@@ -503,12 +503,97 @@ def gen_tensor_luminal(layers=TENSOR_LAYERS):
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------------------
+# containers
+# ---------------------------------------------------------------------------
+
+CONT_NODES = 800  # graph nodes whose reachable sets grow
+CONT_EDGES = 2000
+CONT_MUTUAL = 100  # edges that also get their reverse: their ends are unioned
+CONT_SEED = 0x9E3779B97F4A7C15
+CONT_VARS = 60  # variables of the map-environment interpreter
+CONT_STMTS = 300  # statements in its program
+CONT_ENVS = 20  # initial environments the program runs from
+
+
+def gen_containers(nodes=CONT_NODES, edges=CONT_EDGES, mutual=CONT_MUTUAL, seed=CONT_SEED,
+                   variables=CONT_VARS, stmts=CONT_STMTS, envs=CONT_ENVS):
+    """Sets of e-classes that grow while their members are unioned, and an interpreter whose
+    environments are maps."""
+    rng = Lcg(seed)
+    es = set()
+    while len(es) < edges:
+        a, b = rng.below(nodes), rng.below(nodes)
+        if a != b:
+            es.add((a, b))
+    pairs = sorted(es)
+    for i in range(mutual):
+        a, b = pairs[rng.below(len(pairs))]
+        es.add((b, a))
+    out = [
+        ";; containers: (1) every node's set of reachable nodes, a Set of e-classes merged by",
+        ";; set-union, while nodes joined by edges both ways are unioned (each union re-canonicalizes",
+        ";; the sets holding them) and sets that contain their own node key Cluster nodes (rows",
+        ";; keyed by sets that become equal merge); (2) an interpreter whose environments are",
+        ";; Map String i64, run over a straight-line program from several initial environments.",
+        "(datatype Node (N i64))",
+        "(sort NodeSet (Set Node))",
+        "(relation edge (i64 i64))",
+        "(function reach (i64) NodeSet :merge (set-union old new))",
+        "(constructor Cluster (NodeSet) Node)",
+        "",
+        '(rule ((edge a b)) ((set (reach a) (set-of (N b)))) :name "reach-base")',
+        '(rule ((edge a b) (= s (reach b))) ((set (reach a) s)) :name "reach-step")',
+        '(rule ((edge a b) (edge b a)) ((union (N a) (N b))) :name "mutual")',
+        '(rule ((= s (reach a)) (set-contains s (N a))) ((Cluster s)) :name "cycle")',
+        "",
+    ]
+    out.extend(f"(edge {a} {b})" for a, b in sorted(es))
+    out += [
+        "",
+        "(sort Env (Map String i64))",
+        "(datatype Prog (Assign String i64) (Copy String String) (Seq Prog Prog))",
+        "(relation todo (Prog Env))",
+        "(function result (Prog Env) Env :no-merge)",
+        "",
+        '(rule ((todo (Assign x v) env)) ((set (result (Assign x v) env) (map-insert env x v))) :name "assign")',
+        '(rule ((todo (Copy x y) env) (= v (map-get env y)))',
+        '      ((set (result (Copy x y) env) (map-insert env x (+ v 1)))) :name "copy")',
+        '(rule ((todo (Copy x y) env) (map-not-contains env y))',
+        '      ((set (result (Copy x y) env) env)) :name "copy-unbound")',
+        '(rule ((todo (Seq a b) env)) ((todo a env)) :name "seq-first")',
+        '(rule ((todo (Seq a b) env) (= e1 (result a env))) ((todo b e1)) :name "seq-then")',
+        '(rule ((todo (Seq a b) env) (= e1 (result a env)) (= e2 (result b e1)))',
+        '      ((set (result (Seq a b) env) e2)) :name "seq-done")',
+        "",
+    ]
+    prog = None
+    for i in range(stmts):
+        x = f'"v{rng.below(variables)}"'
+        stmt = (f"(Assign {x} {rng.below(100)})" if rng.below(3) == 0
+                else f'(Copy {x} "v{rng.below(variables)}")')
+        prog = stmt if prog is None else f"(Seq {prog} {stmt})"
+    out.append(f"(let $prog {prog})")
+    for e in range(envs):
+        env = "(map-empty)"
+        for v in range(0, variables, 1 + e % 4):
+            env = f'(map-insert {env} "v{v}" {e * 1000 + v})'
+        out.append(f"(todo $prog {env})")
+    out += [
+        "",
+        "(run-schedule (saturate (run)))",
+        "(print-size)",
+    ]
+    return "\n".join(out) + "\n"
+
+
 GENERATORS = {
     "arith_blowup": gen_arith_blowup,
     "datalog_tc": gen_datalog_tc,
     "tensor_luminal": gen_tensor_luminal,
     "tensor_rules": gen_tensor_rules,
     "arith_grow": gen_arith_grow,
+    "containers": gen_containers,
 }
 
 
