@@ -86,7 +86,7 @@ Command add_run_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("run", "Run an example model, one kernel per op, with a report");
   cmd->add_option("name", o->name, "mlp, attention, smollm2-135m or gemma3-4b")->required();
-  cmd->add_option("--target", o->target, "cpu (default) or reference");
+  cmd->add_option("--target", o->target, "cpu (default), reference, opencl");
   cmd->add_option("--dim", o->dims, "A symbolic dim's value, NAME=VALUE (default 8; pos 0)");
   cmd->add_option("--input", o->inputs, "An input from a .npy file, NAME=FILE.npy");
   cmd->add_flag("--check", o->check, "Compare every output with the reference interpreter");
