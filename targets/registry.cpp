@@ -3,6 +3,7 @@
 
 #include "support/diagnostic.hpp"
 #include "targets/cpu/target.hpp"
+#include "targets/cuda/target.hpp"
 #include "targets/opencl/target.hpp"
 #include "targets/reference/target.hpp"
 
@@ -20,6 +21,7 @@ std::unique_ptr<runtime::Target> make_cpu() { return make_cpu_target(); }
 // One line per target.
 const Entry kTargets[] = {
     {"cpu", make_cpu},
+    {"cuda", make_cuda_target},
     {"opencl", make_opencl_target},
     {"reference", make_reference_target},
 };
