@@ -136,14 +136,17 @@ std::vector<Schedule> schedule_choices(const Body& body) {
   const std::size_t loops = body.loops().size();
   add({Mapping::ThreadPerOutput, 0, 64, false});
   add({Mapping::ThreadPerOutput, 0, 256, false});
+  const auto reductions = row_reductions(body);
   std::vector<std::size_t> rows;
-  for (const auto& [id, home] : row_reductions(body)) rows.push_back(home);
+  for (const auto& [id, home] : reductions) rows.push_back(home);
   if (loops > 0) rows.push_back(loops - 1);
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   for (std::size_t k : rows) {
-    add({Mapping::GroupPerRow, k, 32, true});
-    add({Mapping::GroupPerRow, k, 256, true});
+    if (!reductions.empty()) {
+      add({Mapping::GroupPerRow, k, 32, true});
+      add({Mapping::GroupPerRow, k, 256, true});
+    }
     add({Mapping::GroupPerRow, k, 64, false});
   }
   return out;

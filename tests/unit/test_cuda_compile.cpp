@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -168,3 +169,61 @@ TEST_CASE("cuda: without a usable device the target says why, and make_target re
     CHECK(targets::make_target("cuda")->name() == "cuda");
   }
 }
+
+#ifdef KILN_TEST_OPENCL_DIALECT
+#include "targets/opencl/dialect.hpp"
+
+namespace {
+
+// A kernel's statements with the dialect's words replaced by neutral ones, and its declaration,
+// buffer setup and local arrays (all dialect text) left out.
+std::string neutral(const std::string& code, const targets::gpu::Dialect& d) {
+  std::vector<std::pair<std::string, std::string>> words = {
+      {d.barrier(), "BARRIER"}, {d.local_id(), "TID"}, {d.group_id(), "GID"},
+      {d.group_count(), "NGROUPS"}};
+  for (const char* fn : {"exp2", "log2", "sin", "sqrt", "fmod"}) {
+    words.push_back({d.math(fn, false) + "(", std::string(fn) + "("});
+  }
+  words.push_back({d.nan(true), "Q_N_D"});
+  words.push_back({d.infinity(true), "Q_I_D"});
+  words.push_back({d.nan(false), "Q_N_F"});
+  words.push_back({d.infinity(false), "Q_I_F"});
+  std::string out;
+  std::istringstream lines(code);
+  std::string line;
+  std::getline(lines, line);  // the declaration
+  while (std::getline(lines, line)) {
+    if (line.find("__global") != std::string::npos || line.find("__local") != std::string::npos ||
+        line.find("__shared__") != std::string::npos) {
+      continue;
+    }
+    for (const auto& [word, neutral_word] : words) {
+      for (std::size_t at = line.find(word); at != std::string::npos;
+           at = line.find(word, at + neutral_word.size())) {
+        line.replace(at, word.size(), neutral_word);
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gpu render: OpenCL and CUDA kernels differ only in the dialect's words", "[cuda]") {
+  targets::cuda::CudaDialect cuda;
+  targets::opencl::OpenClDialect opencl;
+  std::size_t compared = 0;
+  for (const BodyCase& c : kiln::testing::conformance_cases()) {
+    for (const Schedule& s : targets::gpu::schedule_choices(c.body)) {
+      const auto a = targets::gpu::render_gpu_kernel(c.body, s, cuda);
+      const auto b = targets::gpu::render_gpu_kernel(c.body, s, opencl);
+      INFO(c.label << " " << targets::gpu::schedule_tag(s) << "\n" << a.code << "\n" << b.code);
+      CHECK(a.name == b.name);
+      CHECK(neutral(a.code, cuda) == neutral(b.code, opencl));
+      ++compared;
+    }
+  }
+  CHECK(compared > 100);
+}
+#endif

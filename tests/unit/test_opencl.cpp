@@ -1,7 +1,7 @@
 // targets/opencl, executed (on PoCL in CI): every one-op Body of the examples and every schedule
 // choice of the conformance set runs on the OpenCL device and agrees with the Body interpreter;
-// group reductions (local memory, barriers) and the serial one-group form are among them. The
-// executable exits 77 (CTest's skip) when no OpenCL device is present.
+// group reductions (local memory, barriers) and the serial one-group form are among them; kernels
+// prepared once run at changing dims. The executable exits 77 (CTest's skip) when no OpenCL device is present.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -38,6 +38,10 @@ TEST_CASE("opencl: every one-op Body of the examples agrees with the interpreter
 TEST_CASE("opencl: every schedule choice of the conformance set agrees with the interpreter",
           "[opencl]") {
   kiln::testing::check_conformance_choices(target().device(), prepare);
+}
+
+TEST_CASE("opencl: kernels prepared once run at changing dims", "[opencl]") {
+  kiln::testing::check_changing_dims(target().device(), prepare);
 }
 
 TEST_CASE("opencl: the registry makes the target, which has no library ops", "[opencl]") {
