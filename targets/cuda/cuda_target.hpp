@@ -27,7 +27,7 @@ class CudaTarget final : public runtime::Target {
                                          const std::vector<gpu::Schedule>& schedules,
                                          Cubin* cubin = nullptr);
   runtime::Device& device() override { return device_; }
-  std::string fingerprint() const override { return "cuda;" + compiler_.identity(); }
+  std::string fingerprint() const override;
   const NvrtcCompiler& compiler() const { return compiler_; }
 
  private:

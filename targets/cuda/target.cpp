@@ -5,6 +5,7 @@
 
 #include "support/diagnostic.hpp"
 #include "targets/cuda/cuda_target.hpp"
+#include "targets/gpu/codegen_version.hpp"
 #include "targets/gpu/render.hpp"
 
 namespace kiln::targets {
@@ -44,6 +45,10 @@ CudaTarget::CudaTarget() : compiler_(device_arch()) {
   capabilities_.host_memory = false;
   capabilities_.survives_fork = false;
   if (reason_.empty()) device_.open();
+}
+
+std::string CudaTarget::fingerprint() const {
+  return "cuda;" + compiler_.identity() + ";codegen=" + gpu::kCodegenVersion;
 }
 
 std::vector<runtime::Prepared> CudaTarget::prepare(const std::vector<graph::Body>& bodies) {

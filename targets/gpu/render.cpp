@@ -56,7 +56,7 @@ KILN_FN double kiln_sat(double v, double lo, double hi) {
 
 namespace {
 
-// Where a loop index comes from.
+// The variable holding the thread's index in its group.
 constexpr const char* kThread = "kiln_tid";
 
 class Renderer {

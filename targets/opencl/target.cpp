@@ -4,6 +4,7 @@
 #include <map>
 
 #include "support/diagnostic.hpp"
+#include "targets/gpu/codegen_version.hpp"
 #include "targets/gpu/render.hpp"
 #include "targets/opencl/opencl_target.hpp"
 
@@ -41,7 +42,7 @@ bool OpenClTarget::supports(const graph::Body& body) const {
 }
 
 std::string OpenClTarget::fingerprint() const {
-  return "opencl;" + context_.description();
+  return "opencl;" + context_.description() + ";codegen=" + gpu::kCodegenVersion;
 }
 
 std::vector<runtime::Prepared> OpenClTarget::prepare(const std::vector<graph::Body>& bodies) {
