@@ -21,11 +21,12 @@ class CudaTarget final : public runtime::Target {
   bool supports(const graph::Body&) const override { return reason_.empty(); }
   bool supports(const runtime::LibraryCall&) const override { return false; }
   std::vector<runtime::Prepared> prepare(const std::vector<graph::Body>& bodies) override;
-  // Body i under schedules[i], compiled as one translation unit (then loaded if a device is
-  // present). `cubin`, when given, receives the compile's result.
+  // Body i under schedules[i], compiled by NVRTC in translation units of a few dozen kernels,
+  // in parallel (then loaded if a device is present). `cubins`, when given, receives the
+  // compiles' results.
   std::vector<runtime::Prepared> prepare(const std::vector<graph::Body>& bodies,
                                          const std::vector<gpu::Schedule>& schedules,
-                                         Cubin* cubin = nullptr);
+                                         std::vector<Cubin>* cubins = nullptr);
   runtime::Device& device() override { return device_; }
   std::string fingerprint() const override;
   const NvrtcCompiler& compiler() const { return compiler_; }

@@ -3,10 +3,13 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
@@ -112,6 +115,32 @@ Cubin NvrtcCompiler::compile(const std::string& source) const {
     support::write_file_atomically(log_path, out.log);
     support::write_file_atomically(cubin_path, out.image);
   }
+  return out;
+}
+
+}  // namespace kiln::targets::cuda
+
+namespace kiln::targets::cuda {
+
+std::vector<Cubin> NvrtcCompiler::compile_all(const std::vector<std::string>& sources,
+                                              unsigned threads) const {
+  std::vector<Cubin> out(sources.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(sources.size()));
+  std::atomic<std::size_t> next{0};
+  std::vector<std::string> failures(threads);
+  auto work = [&](unsigned worker) {
+    try {
+      for (std::size_t i = next++; i < sources.size(); i = next++) out[i] = compile(sources[i]);
+    } catch (const std::exception& e) {
+      failures[worker] = e.what();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  if (threads > 0) work(0);
+  for (std::thread& t : pool) t.join();
+  for (const std::string& f : failures) KILN_ASSERT(f.empty(), "nvrtc: " + f);
   return out;
 }
 

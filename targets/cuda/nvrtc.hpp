@@ -31,8 +31,11 @@ class NvrtcCompiler {
  public:
   // `arch`: a real architecture ("sm_90"). `cache_root` empty: support::default_cache_root().
   explicit NvrtcCompiler(std::string arch = "sm_90", std::filesystem::path cache_root = {});
-  // Compiles one translation unit (every kernel of a batch).
+  // Compiles one translation unit.
   Cubin compile(const std::string& source) const;
+  // Compiles many translation units on up to `threads` threads (0: one per core); one result
+  // per source, in order.
+  std::vector<Cubin> compile_all(const std::vector<std::string>& sources, unsigned threads = 0) const;
   // "nvrtc 13.0 sm_90 <options>": what besides the source decides the code.
   const std::string& identity() const { return identity_; }
   const std::string& arch() const { return arch_; }

@@ -1,6 +1,7 @@
 // The CUDA target; see target.hpp.
 #include "targets/cuda/target.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "support/diagnostic.hpp"
@@ -15,6 +16,10 @@ namespace cuda {
 namespace {
 
 using graph::DType;
+
+// Kernels per NVRTC translation unit: units compile in parallel, and a unit that fails to
+// compile takes only its own kernels with it.
+constexpr std::size_t kKernelsPerUnit = 24;
 
 // Why cudart cannot use a device here (empty if it can), and the device's architecture.
 std::string probe(std::string& arch) {
@@ -59,12 +64,12 @@ std::vector<runtime::Prepared> CudaTarget::prepare(const std::vector<graph::Body
 
 std::vector<runtime::Prepared> CudaTarget::prepare(const std::vector<graph::Body>& bodies,
                                                    const std::vector<gpu::Schedule>& schedules,
-                                                   Cubin* cubin) {
+                                                   std::vector<Cubin>* cubins) {
   KILN_ASSERT(bodies.size() == schedules.size(), "cuda prepare: one schedule per body");
   std::vector<runtime::Prepared> out(bodies.size());
   std::vector<gpu::KernelSource> sources(bodies.size());
   std::map<std::string, std::size_t> first_of;  // kernel name -> first body index
-  std::string program = gpu::gpu_prelude(dialect_);
+  std::vector<std::size_t> unique;
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     const std::string problem = gpu::schedule_problem(bodies[i], schedules[i]);
     if (!problem.empty()) {
@@ -72,40 +77,61 @@ std::vector<runtime::Prepared> CudaTarget::prepare(const std::vector<graph::Body
       continue;
     }
     sources[i] = gpu::render_gpu_kernel(bodies[i], schedules[i], dialect_);
-    if (first_of.emplace(sources[i].name, i).second) program += "\n" + sources[i].code;
+    if (first_of.emplace(sources[i].name, i).second) unique.push_back(i);
   }
-  if (first_of.empty()) return out;
-  Cubin compiled = compiler_.compile(program);
-  const bool ok = !compiled.image.empty();
-  std::shared_ptr<Library> library;
-  std::string load_error = reason_.empty() ? "" : "cuda: " + reason_;
-  if (ok && reason_.empty()) {
-    cudaLibrary_t handle = nullptr;
-    const cudaError_t e = cudaLibraryLoadData(&handle, compiled.image.data(), nullptr, nullptr, 0,
-                                              nullptr, nullptr, 0);
-    if (e == cudaSuccess) {
-      library = std::make_shared<Library>(handle);
+  if (unique.empty()) return out;
+  // Translation units of kKernelsPerUnit kernels, compiled in parallel.
+  const std::string prelude = gpu::gpu_prelude(dialect_);
+  std::vector<std::string> units;
+  std::vector<std::size_t> unit_of(bodies.size(), 0);
+  for (std::size_t u = 0; u * kKernelsPerUnit < unique.size(); ++u) {
+    std::string text = prelude;
+    for (std::size_t j = u * kKernelsPerUnit; j < std::min(unique.size(), (u + 1) * kKernelsPerUnit); ++j) {
+      text += "\n" + sources[unique[j]].code;
+      unit_of[unique[j]] = u;
+    }
+    units.push_back(std::move(text));
+  }
+  std::vector<Cubin> compiled = compiler_.compile_all(units);
+  std::vector<std::shared_ptr<Library>> libraries(units.size());
+  std::vector<std::string> errors(units.size());
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    if (compiled[u].image.empty()) {
+      errors[u] = "cuda: the batch does not compile:\n" + compiled[u].log;
+    } else if (!reason_.empty()) {
+      errors[u] = "cuda: " + reason_;
     } else {
-      load_error = "cuda: cudaLibraryLoadData: " + error_text(e);
+      cudaLibrary_t handle = nullptr;
+      const cudaError_t e = cudaLibraryLoadData(&handle, compiled[u].image.data(), nullptr,
+                                                nullptr, 0, nullptr, nullptr, 0);
+      if (e == cudaSuccess) {
+        libraries[u] = std::make_shared<Library>(handle);
+      } else {
+        errors[u] = "cuda: cudaLibraryLoadData: " + error_text(e);
+      }
     }
   }
   for (std::size_t i = 0; i < bodies.size(); ++i) {
     if (sources[i].name.empty()) continue;
-    if (!ok) {
-      out[i].error = "cuda: the batch does not compile:\n" + compiled.log;
-    } else if (!library) {
-      out[i].error = load_error;
+    const std::size_t first = first_of.at(sources[i].name);
+    if (first != i) {  // an equal body and schedule
+      out[i] = out[first];
+      continue;
+    }
+    const std::size_t u = unit_of[i];
+    if (!libraries[u]) {
+      out[i].error = errors[u];
+      continue;
+    }
+    cudaKernel_t k = nullptr;
+    const cudaError_t e = cudaLibraryGetKernel(&k, libraries[u]->get(), sources[i].name.c_str());
+    if (e == cudaSuccess) {
+      out[i].kernel = std::make_shared<CudaKernel>(bodies[i], libraries[u], k, sources[i]);
     } else {
-      cudaKernel_t k = nullptr;
-      const cudaError_t e = cudaLibraryGetKernel(&k, library->get(), sources[i].name.c_str());
-      if (e == cudaSuccess) {
-        out[i].kernel = std::make_shared<CudaKernel>(bodies[i], library, k, sources[i]);
-      } else {
-        out[i].error = "cuda: cudaLibraryGetKernel " + sources[i].name + ": " + error_text(e);
-      }
+      out[i].error = "cuda: cudaLibraryGetKernel " + sources[i].name + ": " + error_text(e);
     }
   }
-  if (cubin) *cubin = std::move(compiled);
+  if (cubins) *cubins = std::move(compiled);
   return out;
 }
 

@@ -40,31 +40,36 @@ std::filesystem::path fresh_cache(const std::string& name) {
   return dir;
 }
 
-// The program of every (body, schedule) pair, each kernel once; names in order.
-std::string program(const std::vector<std::pair<graph::Body, Schedule>>& kernels,
-                    std::vector<std::string>& names) {
+// Translation units of every (body, schedule) pair, each kernel once, 24 kernels a unit;
+// kernel names in order.
+std::vector<std::string> units(const std::vector<std::pair<graph::Body, Schedule>>& kernels,
+                               std::vector<std::string>& names) {
   targets::cuda::CudaDialect dialect;
-  std::string text = targets::gpu::gpu_prelude(dialect);
+  const std::string prelude = targets::gpu::gpu_prelude(dialect);
+  std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& [body, schedule] : kernels) {
     targets::gpu::KernelSource k = targets::gpu::render_gpu_kernel(body, schedule, dialect);
     if (!seen.insert(k.name).second) continue;
+    if (names.size() % 24 == 0) out.push_back(prelude);
     names.push_back(k.name);
-    text += "\n" + k.code;
+    out.back() += "\n" + k.code;
   }
-  return text;
+  return out;
 }
 
-// Compiles and checks that every kernel has a resource report; returns the reports by name.
+// Compiles the units in parallel and checks that every kernel has a resource report; returns
+// the reports by name.
 std::map<std::string, KernelResources> compile_all(const NvrtcCompiler& compiler,
-                                                   const std::string& source,
+                                                   const std::vector<std::string>& sources,
                                                    const std::vector<std::string>& names) {
-  const Cubin cubin = compiler.compile(source);
-  INFO(cubin.log.substr(0, 4000));
-  REQUIRE_FALSE(cubin.image.empty());
-  CHECK(cubin.image.substr(0, 4) == "\x7f" "ELF");
   std::map<std::string, KernelResources> by_name;
-  for (const KernelResources& r : cubin.resources) by_name[r.name] = r;
+  for (const Cubin& cubin : compiler.compile_all(sources)) {
+    INFO(cubin.log.substr(0, 4000));
+    REQUIRE_FALSE(cubin.image.empty());
+    CHECK(cubin.image.substr(0, 4) == "\x7f" "ELF");
+    for (const KernelResources& r : cubin.resources) by_name[r.name] = r;
+  }
   for (const std::string& n : names) {
     INFO(n);
     REQUIRE(by_name.count(n));
@@ -81,10 +86,10 @@ TEST_CASE("cuda: every example kernel compiles to an sm_90 cubin without spills"
     kernels.emplace_back(c.body, targets::gpu::default_schedule(c.body));
   }
   std::vector<std::string> names;
-  const std::string source = program(kernels, names);
+  const std::vector<std::string> sources = units(kernels, names);
   const auto cache = fresh_cache("nvrtc");
   NvrtcCompiler compiler("sm_90", cache);
-  const auto resources = compile_all(compiler, source, names);
+  const auto resources = compile_all(compiler, sources, names);
   int most = 0;
   std::string heaviest;
   for (const std::string& n : names) {
@@ -98,10 +103,11 @@ TEST_CASE("cuda: every example kernel compiles to an sm_90 cubin without spills"
   std::cout << names.size() << " example kernels for sm_90: at most " << most
             << " registers per thread (" << heaviest << "), no spills\n";
 
-  // The same source again: from the cache, the same image.
-  const Cubin again = compiler.compile(source);
-  CHECK(again.from_cache);
-  CHECK(again.image == compiler.compile(source).image);
+  // The same sources again: from the cache, the same images.
+  const Cubin first = compiler.compile(sources[0]);
+  CHECK(first.from_cache);
+  for (const Cubin& again : compiler.compile_all(sources)) CHECK(again.from_cache);
+  CHECK(compiler.compile_all(sources, 1)[0].image == first.image);
   std::filesystem::remove_all(cache);
 }
 
@@ -116,9 +122,9 @@ TEST_CASE("cuda: every schedule choice of the conformance set compiles for sm_90
   }
   CHECK(group_reductions > 20);
   std::vector<std::string> names;
-  const std::string source = program(kernels, names);
+  const std::vector<std::string> sources = units(kernels, names);
   const auto cache = fresh_cache("nvrtc-choices");
-  compile_all(NvrtcCompiler("sm_90", cache), source, names);
+  compile_all(NvrtcCompiler("sm_90", cache), sources, names);
   std::filesystem::remove_all(cache);
 }
 
