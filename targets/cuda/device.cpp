@@ -24,6 +24,11 @@ std::string error_text(cudaError_t error) {
 
 Library::~Library() { cudaLibraryUnload(library_); }
 
+CudaKernel::CudaKernel(graph::Body body, std::shared_ptr<Library> library, cudaKernel_t kernel,
+                       gpu::KernelSource source)
+    : Kernel(std::move(body)), library_(std::move(library)), kernel_(kernel),
+      source_(std::move(source)), groups_(source_.groups, source_.dims, kMaxGroups) {}
+
 CudaDevice::~CudaDevice() {
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -79,20 +84,17 @@ void CudaDevice::launch(const runtime::Kernel& kernel, const std::vector<void*>&
   KILN_ASSERT(buffers.size() == kernel.body().inputs().size() + 1,
               "cuda launch: wrong number of buffers");
   KILN_ASSERT(dims.size() == kernel.dims().size(), "cuda launch: wrong number of dims");
-  std::vector<void*> pointers(buffers);
-  std::vector<long long> values(dims);
-  std::vector<void*> args;
-  for (void*& p : pointers) args.push_back(&p);
-  graph::DimValues named;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    args.push_back(&values[i]);
-    named[kernel.dims()[i]] = values[i];
-  }
-  const long long groups =
-      std::clamp<long long>(graph::evaluate(k.source().groups, named), 1, kMaxGroups);
+  // cudaLaunchKernel takes the address of each argument; the copies live in the device, so a
+  // launch allocates nothing once the vectors have grown.
+  pointers_.assign(buffers.begin(), buffers.end());
+  values_.assign(dims.begin(), dims.end());
+  args_.clear();
+  for (void*& p : pointers_) args_.push_back(&p);
+  for (long long& v : values_) args_.push_back(&v);
+  const long long groups = k.groups()(dims);
   check(cudaLaunchKernel(reinterpret_cast<const void*>(k.get()),
                          dim3(static_cast<unsigned>(groups)),
-                         dim3(static_cast<unsigned>(k.source().schedule.block)), args.data(), 0,
+                         dim3(static_cast<unsigned>(k.source().schedule.block)), args_.data(), 0,
                          stream_),
         "cudaLaunchKernel");
 }

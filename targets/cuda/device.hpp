@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/target.hpp"
+#include "targets/gpu/launch.hpp"
 #include "targets/gpu/render.hpp"
 
 namespace kiln::targets::cuda {
@@ -32,16 +33,16 @@ class Library {
 class CudaKernel final : public runtime::Kernel {
  public:
   CudaKernel(graph::Body body, std::shared_ptr<Library> library, cudaKernel_t kernel,
-             gpu::KernelSource source)
-      : Kernel(std::move(body)), library_(std::move(library)), kernel_(kernel),
-        source_(std::move(source)) {}
+             gpu::KernelSource source);
   cudaKernel_t get() const { return kernel_; }
   const gpu::KernelSource& source() const { return source_; }
+  const gpu::GroupCount& groups() const { return groups_; }
 
  private:
   std::shared_ptr<Library> library_;
   cudaKernel_t kernel_;
   gpu::KernelSource source_;
+  gpu::GroupCount groups_;
 };
 
 class CudaDevice final : public runtime::Device {
@@ -63,6 +64,9 @@ class CudaDevice final : public runtime::Device {
 
  private:
   cudaStream_t stream_ = nullptr;
+  std::vector<void*> args_;  // a launch's argument pointers, reused
+  std::vector<void*> pointers_;
+  std::vector<long long> values_;
 };
 
 }  // namespace kiln::targets::cuda

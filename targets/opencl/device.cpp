@@ -17,7 +17,8 @@ constexpr long long kMaxGroups = 1 << 16;
 
 OpenClKernel::OpenClKernel(graph::Body body, std::shared_ptr<Program> program, cl_kernel kernel,
                            const gpu::KernelSource& source)
-    : Kernel(std::move(body)), program_(std::move(program)), kernel_(kernel), source_(source) {}
+    : Kernel(std::move(body)), program_(std::move(program)), kernel_(kernel), source_(source),
+      groups_(source.groups, source.dims, kMaxGroups) {}
 
 OpenClKernel::~OpenClKernel() { clReleaseKernel(kernel_); }
 
@@ -107,14 +108,11 @@ void OpenClDevice::launch(const runtime::Kernel& kernel, const std::vector<void*
     check(clSetKernelArg(k.get(), arg++, sizeof(cl_mem), &r.buffer), "clSetKernelArg");
     check(clSetKernelArg(k.get(), arg++, sizeof(cl_long), &offset), "clSetKernelArg");
   }
-  graph::DimValues values;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    const cl_long v = dims[i];
+  for (long long d : dims) {
+    const cl_long v = d;
     check(clSetKernelArg(k.get(), arg++, sizeof(cl_long), &v), "clSetKernelArg");
-    values[kernel.dims()[i]] = dims[i];
   }
-  const long long groups =
-      std::clamp<long long>(graph::evaluate(k.source().groups, values), 1, kMaxGroups);
+  const long long groups = k.groups()(dims);
   const std::size_t local = static_cast<std::size_t>(k.source().schedule.block);
   const std::size_t global = static_cast<std::size_t>(groups) * local;
   check(clEnqueueNDRangeKernel(context_.queue(), k.get(), 1, nullptr, &global, &local, 0, nullptr,

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "runtime/target.hpp"
+#include "targets/gpu/launch.hpp"
 #include "targets/gpu/render.hpp"
 #include "targets/opencl/context.hpp"
 
@@ -24,11 +25,13 @@ class OpenClKernel final : public runtime::Kernel {
   ~OpenClKernel() override;
   cl_kernel get() const { return kernel_; }
   const gpu::KernelSource& source() const { return source_; }
+  const gpu::GroupCount& groups() const { return groups_; }
 
  private:
   std::shared_ptr<Program> program_;  // kept alive while the kernel is
   cl_kernel kernel_;
   gpu::KernelSource source_;
+  gpu::GroupCount groups_;
 };
 
 class OpenClDevice final : public runtime::Device {

@@ -1,7 +1,7 @@
 // targets/gpu: which schedule a Body gets by default (a group per row for softmax rows and for
 // long reductions over few outputs, a thread per output otherwise, one group for Scatter),
 // which schedules are rejected and why, the grid size as an Expr over the dims, and the choices
-// a search may vary (valid, distinct, the default first).
+// a search may vary (valid, distinct, the default first); group counts at launch.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "graph/body_lower.hpp"
 #include "graph/tensor.hpp"
+#include "targets/gpu/launch.hpp"
 #include "targets/gpu/schedule.hpp"
 #include "tests/unit/graph_fixtures.hpp"
 
@@ -118,4 +119,18 @@ TEST_CASE("gpu schedule: the choices are valid, distinct, the default first", "[
                       [](const Schedule& s) { return s.group_reduce; }) ==
           (std::string(name) != "add"));
   }
+}
+
+TEST_CASE("gpu launch: group counts follow the dims, capped, at least one", "[gpu]") {
+  GraphBuilder gb;
+  GraphTensor x = gb.input("x", {Expr::dim("seq"), 7}, DType::F32);
+  (x + 1.0).output("add");
+  const Body add = body_of(gb.graph(), "add");
+  const Schedule s = targets::gpu::default_schedule(add);
+  const targets::gpu::GroupCount groups(targets::gpu::group_count(add, s), body_dims(add), 100);
+  CHECK(groups({1000}) == (7000 + 255) / 256);
+  CHECK(groups({1000}) == (7000 + 255) / 256);  // the same dims again
+  CHECK(groups({0}) == 1);                       // nothing to do still launches a group
+  CHECK(groups({1000000}) == 100);               // capped: the kernel strides
+  CHECK(groups({37}) == (259 + 255) / 256);
 }
