@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "examples/graphs.hpp"
+#include "graph/compare.hpp"
+#include "graph/interpret.hpp"
+#include "graph/random_inputs.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/lower_one_op.hpp"
 #include "runtime/native.hpp"
 #include "runtime/target.hpp"
 #include "targets/gpu/schedule.hpp"
@@ -150,6 +156,44 @@ inline void check_conformance_choices(runtime::Device& device, const ScheduledPr
   CHECK(group_reductions > 20);
   CHECK(serial > 0);
   check_cases(device, cases, schedules, prepare);
+}
+
+// The examples end to end, one kernel per op through the executor (buffer plan, arena,
+// persistent state), against the HLIR interpreter: every output within the tolerance of its
+// reductions' length.
+inline void check_examples_end_to_end(runtime::Target& target) {
+  const graph::DimValues dims{{"batch", 3}, {"seq", 5}, {"pos", 2}};
+  std::size_t outputs = 0;
+  for (const char* name : {"mlp", "attention", "gemma3-tiny"}) {
+    graph::GraphBuilder gb;
+    examples::find_example(name)->build(gb);
+    const graph::Graph& g = gb.graph();
+    const std::map<std::string, graph::Tensor> inputs = graph::random_inputs(g, dims, 11);
+    const std::map<std::string, graph::Tensor> want = graph::interpret(g, dims, inputs);
+    const runtime::Llir llir = runtime::lower_one_op(g);
+    runtime::Executor executor(llir, target);
+    std::map<std::string, graph::Tensor> given;
+    for (graph::NodeId id = 0; id < g.size(); ++id) {
+      const graph::Node& n = g.node(id);
+      if (n.op != graph::Op::Input) continue;
+      if (n.persistent) {
+        executor.set_state(n.name, inputs.at(n.name));
+      } else {
+        given[n.name] = inputs.at(n.name);
+      }
+    }
+    const std::map<std::string, graph::Tensor> got = executor.run(dims, given);
+    for (graph::NodeId id = 0; id < g.size(); ++id) {
+      const graph::Node& n = g.node(id);
+      if (n.op != graph::Op::Output) continue;
+      INFO(name << " output " << n.name << " on " << target.name());
+      REQUIRE(got.count(n.name));
+      const std::int64_t length = graph::reduction_length(g, g.inputs(id)[0].producer, dims);
+      CHECK(graph::mismatch(got.at(n.name).data, want.at(n.name).data, n.dtype, length) == "");
+      ++outputs;
+    }
+  }
+  CHECK(outputs > 10);
 }
 
 }  // namespace kiln::testing

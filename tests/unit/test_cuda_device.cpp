@@ -1,7 +1,7 @@
 // targets/cuda on a GPU: every one-op Body of the examples and every schedule choice of the
-// conformance set runs on the device and agrees with the interpreter, and kernels prepared once
-// run at changing dims. Exits 77 (CTest's skip) when cudart finds no
-// device, saying why.
+// conformance set runs on the device and agrees with the interpreter; kernels prepared once run
+// at changing dims; the examples run end to end through the executor. Exits 77 (CTest's skip)
+// when cudart finds no device, saying why.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -34,6 +34,10 @@ TEST_CASE("cuda device: every one-op Body of the examples agrees with the interp
 TEST_CASE("cuda device: every schedule choice of the conformance set agrees with the interpreter",
           "[gpu]") {
   kiln::testing::check_conformance_choices(target().device(), prepare);
+}
+
+TEST_CASE("cuda device: the examples end to end agree with the interpreter", "[gpu]") {
+  kiln::testing::check_examples_end_to_end(target());
 }
 
 TEST_CASE("cuda device: kernels prepared once run at changing dims", "[gpu]") {

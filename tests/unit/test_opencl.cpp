@@ -1,7 +1,8 @@
 // targets/opencl, executed (on PoCL in CI): every one-op Body of the examples and every schedule
 // choice of the conformance set runs on the OpenCL device and agrees with the Body interpreter;
 // group reductions (local memory, barriers) and the serial one-group form are among them; kernels
-// prepared once run at changing dims. The executable exits 77 (CTest's skip) when no OpenCL device is present.
+// prepared once run at changing dims; the examples run end to end through the executor. The
+// executable exits 77 (CTest's skip) when no OpenCL device is present.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -38,6 +39,10 @@ TEST_CASE("opencl: every one-op Body of the examples agrees with the interpreter
 TEST_CASE("opencl: every schedule choice of the conformance set agrees with the interpreter",
           "[opencl]") {
   kiln::testing::check_conformance_choices(target().device(), prepare);
+}
+
+TEST_CASE("opencl: the examples end to end agree with the interpreter", "[opencl]") {
+  kiln::testing::check_examples_end_to_end(target());
 }
 
 TEST_CASE("opencl: kernels prepared once run at changing dims", "[opencl]") {
