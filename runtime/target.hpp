@@ -39,6 +39,9 @@ struct Capabilities {
   std::vector<graph::DType> dtypes;        // element types its kernels handle
   std::vector<std::string> library_ops;    // LibraryCall ops it runs
   bool host_memory = true;                 // buffers are ordinary host pointers
+  // A forked child process can use the device. GPU drivers cannot (their threads and handles
+  // stay in the parent), so candidates of such a target are measured in process.
+  bool survives_fork = true;
 };
 
 // A kernel ready to launch. Targets subclass it with what they need (a function pointer, a
@@ -86,6 +89,9 @@ class Target {
  public:
   virtual ~Target() = default;
   virtual std::string name() const = 0;
+  // Why this target cannot run on this machine (no driver, no device, not built in); empty
+  // when it can. An unavailable target still renders and compiles where it can.
+  virtual std::string unavailable() const { return ""; }
   virtual const Capabilities& capabilities() const = 0;
   // The target's own rule files (targets/<name>/rules/*.egg), loaded after the common ones.
   virtual std::vector<std::filesystem::path> rule_files() const { return {}; }

@@ -3,6 +3,8 @@
 
 #include "support/diagnostic.hpp"
 #include "targets/cpu/target.hpp"
+#include "targets/cuda/target.hpp"
+#include "targets/opencl/target.hpp"
 #include "targets/reference/target.hpp"
 
 namespace kiln::targets {
@@ -19,6 +21,8 @@ std::unique_ptr<runtime::Target> make_cpu() { return make_cpu_target(); }
 // One line per target.
 const Entry kTargets[] = {
     {"cpu", make_cpu},
+    {"cuda", make_cuda_target},
+    {"opencl", make_opencl_target},
     {"reference", make_reference_target},
 };
 
@@ -32,7 +36,11 @@ std::vector<std::string> target_names() {
 
 std::unique_ptr<runtime::Target> make_target(const std::string& name) {
   for (const Entry& e : kTargets) {
-    if (name == e.name) return e.make();
+    if (name != e.name) continue;
+    std::unique_ptr<runtime::Target> target = e.make();
+    const std::string why = target->unavailable();
+    if (!why.empty()) throw support::UserError("target " + name + " is unavailable here: " + why);
+    return target;
   }
   std::string known;
   for (const Entry& e : kTargets) known += std::string(known.empty() ? "" : ", ") + e.name;

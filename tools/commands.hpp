@@ -24,6 +24,9 @@ Command add_explain_command(CLI::App& app);
 Command add_dump_egraph_command(CLI::App& app);
 Command add_check_rules_command(CLI::App& app);  // check_rules_command.cpp
 
+// The help text of --target: the targets built in (run_command.cpp).
+std::string target_help();
+
 // Runs a program `runs` times and prints its outputs and per-step report (run_command.cpp);
 // with `check`, compares with the interpreter. Returns the exit status.
 int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,

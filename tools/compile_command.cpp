@@ -44,7 +44,7 @@ struct CompileCommandOptions {
 
 void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_option("name", o.name, "mlp, attention, smollm2-135m or gemma3-4b")->required();
-  cmd->add_option("--target", o.target, "cpu (default) or reference");
+  cmd->add_option("--target", o.target, target_help());
   cmd->add_option("--rules", o.rules, "More rule files, loaded after the built-in ones");
   cmd->add_option("--dim", o.dims, "A symbolic dim's value, NAME=VALUE (default 8; pos 0)");
   cmd->add_option("--budget", o.budget, "Most kernels measured per group (default 1000)");
@@ -185,8 +185,12 @@ int compile_and_maybe_run(const CompileCommandOptions& o, bool explaining) {
   const int threads = target->set_threads(o.threads);
   // Times depend on the compiler, its flags and the code generator as much as on the machine,
   // and times measured on N threads are not times on M.
+  // A device that a forked worker cannot use (a GPU driver's) is measured in process.
+  compiler::SandboxOptions sandbox;
+  sandbox.in_process = !target->capabilities().survives_fork;
   compiler::Measurer measurer(*target, {},
-                              target->fingerprint() + ";threads " + std::to_string(threads));
+                              target->fingerprint() + ";threads " + std::to_string(threads), {},
+                              sandbox);
   std::cout << "model " << example.name << " (" << g.size() << " HLIR nodes), dims:";
   for (const auto& [name, value] : dims) std::cout << ' ' << name << '=' << value;
   std::cout << ", target " << o.target << ", threads " << threads << "\n";

@@ -34,6 +34,12 @@ struct RunOptions {
 
 // Runs `llir` `runs` times and prints outputs, the per-kernel report of the last run, and the
 // median run time; with `check`, compares with the interpreter. The exit status.
+std::string target_help() {
+  std::string text = "The target (default cpu):";
+  for (const std::string& name : targets::target_names()) text += " " + name;
+  return text;
+}
+
 int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
                    const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
                    bool check) {
@@ -86,7 +92,7 @@ Command add_run_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("run", "Run an example model, one kernel per op, with a report");
   cmd->add_option("name", o->name, "mlp, attention, smollm2-135m or gemma3-4b")->required();
-  cmd->add_option("--target", o->target, "cpu (default) or reference");
+  cmd->add_option("--target", o->target, target_help());
   cmd->add_option("--dim", o->dims, "A symbolic dim's value, NAME=VALUE (default 8; pos 0)");
   cmd->add_option("--input", o->inputs, "An input from a .npy file, NAME=FILE.npy");
   cmd->add_flag("--check", o->check, "Compare every output with the reference interpreter");

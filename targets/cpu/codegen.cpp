@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "support/diagnostic.hpp"
+#include "targets/node_homes.hpp"
 
 namespace kiln::targets::cpu {
 
@@ -156,7 +157,7 @@ std::string literal(double v, DType t) {
 
 class Renderer {
  public:
-  explicit Renderer(const Body& body) : body_(body), nodes_(body.scalars()) {}
+  explicit Renderer(const Body& body) : body_(body), nodes_(body.scalars()), homes_(body) {}
 
   KernelSource render() {
     KernelSource out;
@@ -166,13 +167,6 @@ class Renderer {
                   static_cast<unsigned long long>(key.low));
     out.symbol = std::string("kiln_") + hex;
     out.dims = graph::body_dims(body_);
-    for (const graph::Loop& loop : body_.loops()) loop_vars_.insert(loop.var);
-    for (const Scalar& s : nodes_) {
-      if (s.op == ScalarOp::Reduce) loop_vars_.insert(s.var);
-    }
-    mark_live();
-    assign_homes();
-
     code_ << "extern \"C\" void " << out.symbol
           << "(void* const* kiln_buffers, const long long* kiln_dims) {\n";
     for (std::size_t k = 0; k < body_.inputs().size(); ++k) {
@@ -192,94 +186,10 @@ class Renderer {
   }
 
  private:
-  // ---- analysis ----
-
-  void mark_live() {
-    live_.assign(nodes_.size(), false);
-    std::vector<ScalarId> stack{body_.value()};
-    if (body_.store_row()) stack.push_back(*body_.store_row());
-    while (!stack.empty()) {
-      ScalarId id = stack.back();
-      stack.pop_back();
-      if (live_[id]) continue;
-      live_[id] = true;
-      for (ScalarId a : nodes_[id].args) stack.push_back(a);
-    }
-  }
-
-  void add_vars(const Expr& e, std::set<std::string>& out) const {
-    for (const std::string& d : graph::free_dims(e)) {
-      if (loop_vars_.count(d)) out.insert(d);
-    }
-  }
-
-  // Loop variables each live node depends on (ids are topological: args come first).
-  void compute_deps() {
-    deps_.assign(nodes_.size(), {});
-    for (std::size_t id = 0; id < nodes_.size(); ++id) {
-      if (!live_[id]) continue;
-      const Scalar& s = nodes_[id];
-      std::set<std::string>& d = deps_[id];
-      for (ScalarId a : s.args) d.insert(deps_[a].begin(), deps_[a].end());
-      if (s.op == ScalarOp::Load || s.op == ScalarOp::Index) {
-        for (const Expr* e : {&s.index, &s.valid, &s.row_stride, &s.row_count}) add_vars(*e, d);
-      }
-      if (s.op == ScalarOp::Reduce) {
-        KILN_ASSERT(!reduce_of_var_.count(s.var), "Body: two reductions over " + s.var);
-        reduce_of_var_[s.var] = static_cast<ScalarId>(id);
-        d.erase(s.var);
-        add_vars(s.extent, d);
-      }
-    }
-  }
-
-  // Scopes: 0 is outside every loop, 1..L inside output loop 0..L-1; each Reduce adds one, a
-  // child of the scope the Reduce node lives in.
-  struct Scope {
-    std::size_t parent = 0;
-    std::size_t depth = 0;
-    std::optional<ScalarId> reduce;  // the Reduce whose loop this is
-  };
-
-  std::size_t scope_of_var(const std::string& var) {
-    for (std::size_t k = 0; k < body_.loops().size(); ++k) {
-      if (body_.loops()[k].var == var) return k + 1;
-    }
-    ScalarId r = reduce_of_var_.at(var);
-    auto it = reduce_scope_.find(r);
-    if (it != reduce_scope_.end()) return it->second;
-    std::size_t parent = home(r);
-    scopes_.push_back(Scope{parent, scopes_[parent].depth + 1, r});
-    reduce_scope_[r] = scopes_.size() - 1;
-    return scopes_.size() - 1;
-  }
-
-  std::size_t home(ScalarId id) {
-    if (home_[id]) return *home_[id];
-    std::size_t best = 0;
-    for (const std::string& v : deps_[id]) {
-      std::size_t s = scope_of_var(v);
-      if (scopes_[s].depth > scopes_[best].depth) best = s;
-    }
-    home_[id] = best;
-    return best;
-  }
-
-  void assign_homes() {
-    compute_deps();
-    scopes_.push_back(Scope{0, 0, std::nullopt});
-    for (std::size_t k = 0; k < body_.loops().size(); ++k) scopes_.push_back(Scope{k, k + 1, {}});
-    home_.assign(nodes_.size(), std::nullopt);
-    for (std::size_t id = 0; id < nodes_.size(); ++id) {
-      if (live_[id]) homed_[home(static_cast<ScalarId>(id))].push_back(static_cast<ScalarId>(id));
-    }
-    for (auto& [scope, ids] : homed_) std::sort(ids.begin(), ids.end());
-  }
-
   // ---- expressions ----
 
   std::string var_name(const std::string& dim) const {
-    return (loop_vars_.count(dim) ? "L_" : "D_") + dim;
+    return (homes_.is_loop_var(dim) ? "L_" : "D_") + dim;
   }
 
   std::string expr(const Expr& e) const {
@@ -433,9 +343,7 @@ class Renderer {
   }
 
   void emit_nodes(std::size_t scope, std::size_t indent) {
-    auto it = homed_.find(scope);
-    if (it == homed_.end()) return;
-    for (ScalarId id : it->second) {
+    for (ScalarId id : homes_.homed(scope)) {
       const Scalar& s = nodes_[id];
       if (s.op == ScalarOp::Const || s.op == ScalarOp::Param) continue;
       if (s.op == ScalarOp::Reduce) {
@@ -452,12 +360,12 @@ class Renderer {
     const Monoid& m = body_.monoids().at(s.slot);
     const char* type = compute_type(s.dtype);
     const std::string acc = "a" + std::to_string(id) + "_";
-    const std::size_t scope = reduce_scope_.count(id) ? reduce_scope_.at(id) : 0;
+    const std::size_t scope = homes_.reduce_scope(id);
     for (std::size_t k = 0; k < m.identity.size(); ++k) {
       line(indent, std::string(type) + " " + acc + std::to_string(k) + " = " +
                        literal(m.identity[k], s.dtype) + ";");
     }
-    const bool innermost = !has_child_scope(scope);
+    const bool innermost = !homes_.has_child_scope(scope);
     if (m.name == "sum" && innermost && graph::is_float(s.dtype) && s.dtype != DType::F16 &&
         s.dtype != DType::BF16) {
       line(indent, "#pragma omp simd reduction(+: " + acc + "0)");
@@ -492,13 +400,6 @@ class Renderer {
                      value(m.finalize, &state) + ";");
   }
 
-  bool has_child_scope(std::size_t scope) const {
-    for (std::size_t s = 0; s < scopes_.size(); ++s) {
-      if (s != scope && scopes_[s].parent == scope && scopes_[s].reduce) return true;
-    }
-    return false;
-  }
-
   std::string store_value() const {
     DType t = body_.dtype();
     std::string v = value(body_.value(), nullptr);
@@ -527,7 +428,7 @@ class Renderer {
     std::size_t run = 0;
     if (!in_parallel_) {
       while (scope + run < loops.size() && loops[scope + run].parallel &&
-             (run == 0 || !homed_.count(scope + run))) {
+             (run == 0 || homes_.homed(scope + run).empty())) {
         ++run;
       }
     }
@@ -560,7 +461,7 @@ class Renderer {
     }
     const std::size_t loops_here = run > 0 ? run : 1;
     if (run == 0 && scope + 1 == loops.size() && loops[scope].parallel &&
-        !has_child_scope(scope + 1)) {
+        !homes_.has_child_scope(scope + 1)) {
       line(indent, "#pragma omp simd");
     }
     for (std::size_t k = 0; k < loops_here; ++k) {
@@ -592,9 +493,7 @@ class Renderer {
     }
     auto bounded = [&](Expr e) {
       for (int round = 0; round < 4; ++round) {  // extents may name outer loop variables
-        bool loose = false;
-        for (const std::string& d : graph::free_dims(e)) loose = loose || loop_vars_.count(d);
-        if (!loose) return e;
+        if (!homes_.mentions_loop_var(e)) return e;
         try {
           e = graph::substitute(e, largest);
         } catch (const support::UserError&) {
@@ -611,13 +510,14 @@ class Renderer {
     };
     Expr work = iterations(body_.loops().size());  // the stores
     for (std::size_t id = 0; id < nodes_.size(); ++id) {
-      if (!live_[id] || nodes_[id].op != ScalarOp::Reduce) continue;
+      if (!homes_.live(static_cast<ScalarId>(id)) || nodes_[id].op != ScalarOp::Reduce) continue;
       // A reduction runs once per iteration of the loops around it: its enclosing reductions
       // and the output loops down to the scope it lives in (a softmax's row sum: once a row).
       Expr trips = bounded(nodes_[id].extent);
-      std::size_t sc = home_[id].value_or(0);
-      for (; scopes_[sc].reduce; sc = scopes_[sc].parent) {
-        trips = trips * bounded(nodes_[*scopes_[sc].reduce].extent);
+      const std::vector<NodeHomes::Scope>& scopes = homes_.scopes();
+      std::size_t sc = homes_.home(static_cast<ScalarId>(id));
+      for (; scopes[sc].reduce; sc = scopes[sc].parent) {
+        trips = trips * bounded(nodes_[*scopes[sc].reduce].extent);
       }
       work = work + trips * iterations(std::max(sc, scope));
     }
@@ -626,14 +526,7 @@ class Renderer {
 
   const Body& body_;
   const std::vector<Scalar>& nodes_;
-  std::set<std::string> loop_vars_;
-  std::vector<bool> live_;
-  std::vector<std::set<std::string>> deps_;
-  std::map<std::string, ScalarId> reduce_of_var_;
-  std::vector<Scope> scopes_;
-  std::map<ScalarId, std::size_t> reduce_scope_;
-  std::vector<std::optional<std::size_t>> home_;
-  std::map<std::size_t, std::vector<ScalarId>> homed_;
+  NodeHomes homes_;
   bool in_parallel_ = false;
   std::ostringstream code_;
 };

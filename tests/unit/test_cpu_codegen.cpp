@@ -20,6 +20,7 @@
 #include "support/hash.hpp"
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
+#include "tests/unit/body_cases.hpp"
 #include "tests/unit/graph_fixtures.hpp"
 #include "tests/unit/test_util.hpp"
 
@@ -37,93 +38,19 @@ std::filesystem::path fresh_cache(const std::string& name) {
   return dir;
 }
 
-// One kernel to check: its Body, its input buffers (as doubles) and dims.
-struct Case {
-  std::string label;
-  Body body;
-  std::vector<std::vector<double>> inputs;
-  DimValues dims;
-};
-
-// Every non-Input node of `g`, with inputs computed op by op by the Body interpreter.
-void collect(const Graph& g, const DimValues& dims, const std::map<std::string, Tensor>& feeds,
-             std::vector<Case>& cases) {
-  std::vector<std::vector<double>> values(g.size());
-  for (NodeId id : g.topological_order()) {
-    const Node& n = g.node(id);
-    if (n.op == Op::Input) {
-      values[id] = feeds.at(n.name).data;
-      continue;
-    }
-    Case c{"%" + std::to_string(id) + " " + std::string(op_name(n.op)), one_op_body(g, id), {}, dims};
-    std::vector<const std::vector<double>*> ins;
-    for (const Graph::Input& in : g.inputs(id)) {
-      c.inputs.push_back(values[in.producer]);
-      ins.push_back(&values[in.producer]);
-    }
-    std::vector<double> out(static_cast<std::size_t>(evaluate(c.body.output_size(), dims)));
-    if (c.body.output_aliases()) out = *ins[*c.body.output_aliases()];
-    interpret_body(c.body, ins, dims, out);
-    values[id] = out;
-    cases.push_back(std::move(c));
-  }
-}
-
-std::vector<Case> all_cases() {
-  std::vector<Case> cases;
-  std::mt19937 rng(3);
-  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
-    GraphBuilder gb;
-    Expr seq = Expr::dim("seq");
-    GraphTensor x = gb.input("x", {seq, 7}, dt);
-    GraphTensor w = gb.input("w", {7, 5}, dt);
-    GraphTensor t = transpose(x, 0, 1);
-    (x * 2.0 + 1.0).output("affine");
-    exp(t).output("exp");
-    log(x * x + 1.0).output("log");
-    sqrt(x * x).output("sqrt");
-    sin(x).output("sin");
-    recip(x + 10.0).output("recip");
-    relu(x).output("relu");
-    max(x, 1).output("max");
-    softmax(x, 1).output("softmax");
-    softmax(t, 0).output("softmax_t");
-    matmul(x, w).output("matmul");
-    mean(x, 0).output("mean");
-    (x.with_view(x.view().pad(1, 2, 1)) + 1.0).output("pad");
-    collect(gb.graph(), {{"seq", 9}},
-            {{"x", random_tensor(rng, dt, {9, 7})}, {"w", random_tensor(rng, dt, {7, 5})}}, cases);
-  }
-  {
-    GraphBuilder gb;
-    const auto feeds = kiln::testing::build_index_ops(gb, rng);
-    collect(gb.graph(), {}, feeds, cases);
-  }
-  return cases;
-}
-
-double tolerance(DType t) {
-  switch (t) {
-    case DType::F16: return 2e-3;
-    case DType::BF16: return 2e-2;
-    case DType::F32: return 1e-5;
-    default: return 1e-12;
-  }
-}
-
 }  // namespace
 
 TEST_CASE("CPU kernels agree with the Body interpreter", "[cpu]") {
-  std::vector<Case> cases = all_cases();
+  std::vector<kiln::testing::BodyCase> cases = kiln::testing::conformance_cases();
   std::vector<targets::cpu::KernelSource> sources;
-  for (const Case& c : cases) sources.push_back(targets::cpu::render_kernel(c.body));
+  for (const kiln::testing::BodyCase& c : cases) sources.push_back(targets::cpu::render_kernel(c.body));
   const auto cache = fresh_cache("codegen");
   targets::cpu::JitCompiler jit(cache);
   std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
   CHECK(jit.stats().compiler_runs == 1);
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
+    const kiln::testing::BodyCase& c = cases[i];
     INFO(c.label << "\n" << to_text(c.body) << sources[i].code);
     REQUIRE(kernels[i].fn != nullptr);
     std::vector<std::vector<std::byte>> buffers;
@@ -148,7 +75,7 @@ TEST_CASE("CPU kernels agree with the Body interpreter", "[cpu]") {
     for (std::size_t j = 0; j < size; ++j) {
       INFO("element " << j);
       CHECK(std::fabs(got[j] - expected[j]) <=
-            tolerance(c.body.dtype()) * (1.0 + std::fabs(expected[j])));
+            kiln::testing::case_tolerance(c.body.dtype()) * (1.0 + std::fabs(expected[j])));
     }
   }
 

@@ -81,7 +81,7 @@ TEST_CASE("gemm on OpenBLAS equals the reference for every layout", "[gemm]") {
     }
   }
   CHECK(kiln::testing::contains(kiln::testing::user_error_of([] { targets::make_target("tpu"); }),
-                                "unknown target 'tpu' (known: cpu, reference)"));
+                                "unknown target 'tpu' (known: cpu, cuda, opencl, reference)"));
 }
 
 // Products split across threads (by batch entry, rows or columns of C) and matrix-vector
