@@ -1,0 +1,43 @@
+// LlamaProgram: a LLaMA GGUF model ready to run on a target: graph/nn's decoder configured from
+// the file's metadata, lowered one kernel per op (runtime/lower_one_op), its weights dequantized
+// to f32 and bound on the device once, and its KV cache held by the executor between steps.
+// step() is a model::DecoderStep.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graph/nn.hpp"
+#include "graph/tensor.hpp"
+#include "model/gguf.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/llir.hpp"
+#include "runtime/target.hpp"
+
+namespace kiln::tools {
+
+class LlamaProgram {
+ public:
+  // Keeps a reference to `target`. A UserError for a file that is not a LLaMA kiln can load.
+  LlamaProgram(const model::GgufFile& file, std::int64_t max_context, runtime::Target& target);
+
+  // The logits of the last of `tokens`, run at positions pos, pos + 1, ...
+  std::vector<float> step(std::span<const std::int32_t> tokens, std::int64_t pos);
+
+  const graph::nn::DecoderConfig& config() const { return config_; }
+  const graph::Graph& graph() const { return builder_.graph(); }
+  std::size_t steps() const { return llir_.num_steps(); }
+
+ private:
+  graph::nn::DecoderConfig config_;
+  graph::GraphBuilder builder_;
+  runtime::Llir llir_;
+  std::unique_ptr<runtime::Executor> executor_;
+};
+
+// The last row of a [seq, vocab] logits tensor, as f32.
+std::vector<float> last_row(const graph::Tensor& logits);
+
+}  // namespace kiln::tools
