@@ -52,6 +52,7 @@ void dequantize(GgmlType type, std::span<const std::uint8_t> data, std::span<flo
                              std::string(info.name) + " elements need " + std::to_string(need) +
                              " bytes, got " + std::to_string(data.size()));
   }
+  if (count == 0) return;  // an empty span's data() may be null, which memcpy must not see
   const std::uint8_t* p = data.data();
   float* y = out.data();
   switch (type) {

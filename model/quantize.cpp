@@ -37,6 +37,7 @@ std::vector<std::uint8_t> quantize(GgmlType type, std::span<const float> x) {
     throw support::UserError("quantize: type " + std::string(info.name) + " is not supported");
   }
   std::vector<std::uint8_t> out(data_bytes(type, static_cast<std::int64_t>(x.size())));
+  if (x.empty()) return out;  // memcpy must not see the null data() of an empty span
   std::uint8_t* p = out.data();
   const std::size_t blocks = x.size() / kBlock;
   switch (type) {

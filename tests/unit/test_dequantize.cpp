@@ -105,6 +105,14 @@ TEST_CASE("dequantize: hand-built blocks follow GGUF's layouts [model]") {
   }
 }
 
+TEST_CASE("dequantize: a tensor with a zero dim has no values [model]") {
+  // Found by kiln_fuzz_gguf (corpus/gguf/empty-tensor.gguf): memcpy from an empty span.
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_1}) {
+    CHECK(dequantize(type, {}, 0).empty());
+    CHECK(quantize(type, {}).empty());
+  }
+}
+
 TEST_CASE("dequantize: wrong sizes and unsupported types are user errors [model]") {
   const std::vector<std::uint8_t> block(34, 0);
   CHECK_THROWS_AS(dequantize(GgmlType::Q8_0, block, 31), kiln::support::UserError);
