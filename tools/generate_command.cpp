@@ -1,7 +1,8 @@
 // `kiln generate --model FILE.gguf --prompt TEXT`: loads a LLaMA GGUF model and its tokenizer,
-// runs the decoder on a target (one kernel per op; weights dequantized to f32 at load time),
-// prefills the prompt in one step and decodes with the KV cache, streaming the text as it is
-// generated, then prints prefill and decode tokens/s.
+// compiles the decoder for a target with the search (the first run measures, with progress;
+// later runs find every measurement cached) or, with --one-op, lowers it one kernel per op;
+// weights are dequantized to f32 at load time. Prefills the prompt in one step and decodes with
+// the KV cache, streaming the text as it is generated, then prints prefill and decode tokens/s.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +30,8 @@ struct GenerateOptions {
   std::int64_t top_k = 40;
   std::uint64_t seed = 1;
   bool chat = false;
+  bool one_op = false;
+  bool quiet = false;
   std::int64_t context = 2048;
   std::string target = "cpu";
   int threads = 0;
@@ -55,13 +58,16 @@ int run_generate(const GenerateOptions& o) {
   }
   std::unique_ptr<runtime::Target> target = targets::make_target(o.target);
   const int threads = target->set_threads(o.threads);
-  LlamaProgram program(file, context, *target);
+  LlamaProgram program(file, context, *target, {!o.one_op, !o.quiet, threads});
   const auto& c = program.config();
   std::cerr << "model " << c.name << ": " << c.layers << " layers, hidden " << c.hidden << ", "
             << c.heads << "/" << c.kv_heads << " heads, vocab " << c.vocab << ", "
             << (c.tied_embeddings ? "tied" : "separate") << " output; " << program.steps()
-            << " steps on " << o.target << " (" << threads << " threads); loaded in "
-            << since(start) << " s\n";
+            << " steps on " << o.target << " (" << threads << " threads, "
+            << (o.one_op ? "one kernel per op" : "searched") << "); ready in " << since(start)
+            << " s";
+  if (!o.one_op) std::cerr << " (compile " << program.compile_seconds() << " s)";
+  std::cerr << "\n";
   std::cerr << "prompt: " << prompt.size() << " tokens\n";
 
   model::Sampler sampler(o.temperature, o.top_k, o.seed);
@@ -99,6 +105,8 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (default 40; 0: all)");
   cmd->add_option("--seed", o->seed, "Seed of the sampler (default 1)");
   cmd->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template (ChatML)");
+  cmd->add_flag("--one-op", o->one_op, "One kernel per op, no search (the baseline)");
+  cmd->add_flag("--quiet", o->quiet, "No search progress");
   cmd->add_option("--context", o->context,
                   "KV cache positions (default 2048, at most the model's context)")
       ->check(CLI::PositiveNumber);

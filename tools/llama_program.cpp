@@ -1,6 +1,9 @@
 // A LLaMA GGUF model on a target (see llama_program.hpp).
 #include "tools/llama_program.hpp"
 
+#include <algorithm>
+
+#include "compiler/compile.hpp"
 #include "model/llama_gguf.hpp"
 #include "runtime/lower_one_op.hpp"
 #include "support/diagnostic.hpp"
@@ -8,10 +11,23 @@
 namespace kiln::tools {
 
 LlamaProgram::LlamaProgram(const model::GgufFile& file, std::int64_t max_context,
-                           runtime::Target& target)
+                           runtime::Target& target, const LlamaProgramOptions& options)
     : config_(model::llama_config(file.gguf(), max_context)) {
   graph::nn::llama_decoder(builder_, config_);
-  llir_ = runtime::lower_one_op(builder_.graph());
+  if (options.search) {
+    // Tuned where generation spends its time: one token a step, a few dozen in the cache.
+    compiler::Measurer measurer(target, {},
+                                target.fingerprint() + ";threads " + std::to_string(options.threads));
+    compiler::CompileOptions compile;
+    compile.search.dims = {{graph::nn::kSeqDim, 1},
+                           {graph::nn::kPosDim, std::min<std::int64_t>(32, max_context - 1)}};
+    compile.search.verbose = options.verbose;
+    compiler::CompiledProgram p = compiler::compile(builder_.graph(), target, measurer, compile);
+    llir_ = std::move(p.llir);
+    compile_seconds_ = p.seconds;
+  } else {
+    llir_ = runtime::lower_one_op(builder_.graph());
+  }
   executor_ = std::make_unique<runtime::Executor>(llir_, target);
   // One weight at a time: dequantized, bound on the device, then freed here.
   model::load_llama_weights(file, config_, [&](const std::string& name, graph::Tensor t) {
