@@ -174,15 +174,10 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<std::int32_t
   std::vector<std::int32_t> symbols;
   symbols.reserve(piece.size());
   for (char ch : piece) {
+    // A byte the vocabulary has no token for is left out, as llama.cpp and Hugging Face's
+    // tokenizers do (SmolLM2's lacks some lead bytes of 4-byte characters).
     const std::int32_t id = byte_ids_[static_cast<std::uint8_t>(ch)];
-    if (id >= 0) {
-      symbols.push_back(id);
-    } else if (vocab_.unknown) {
-      symbols.push_back(*vocab_.unknown);
-    } else {
-      throw UserError("tokenizer: byte " + std::to_string(static_cast<std::uint8_t>(ch)) +
-                      " has no token and the vocabulary has no unknown token");
-    }
+    if (id >= 0) symbols.push_back(id);
   }
   // Merge the adjacent pair of lowest rank (the leftmost among equals) until none is left.
   while (symbols.size() > 1) {

@@ -6,7 +6,9 @@
 // found in the text first, longest first; the text between is pre-tokenized
 // (model/pretokenize), each piece's bytes are mapped to GPT-2's printable characters, and
 // merges are applied lowest rank first, leftmost first. Decoding maps the characters back to
-// bytes; a special token decodes to its own text. So decode(encode(s)) == s for any bytes s.
+// bytes; a special token decodes to its own text. So decode(encode(s)) == s for any bytes s
+// when every byte has a token (a byte without one is left out, as llama.cpp and Hugging Face's
+// tokenizers do).
 #pragma once
 
 #include <cstdint>

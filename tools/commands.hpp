@@ -24,6 +24,7 @@ Command add_explain_command(CLI::App& app);
 Command add_dump_egraph_command(CLI::App& app);
 Command add_check_rules_command(CLI::App& app);  // check_rules_command.cpp
 Command add_generate_command(CLI::App& app);     // generate_command.cpp
+Command add_tokenize_command(CLI::App& app);     // tokenize_command.cpp
 
 // Runs a program `runs` times and prints its outputs and per-step report (run_command.cpp);
 // with `check`, compares with the interpreter. Returns the exit status.
