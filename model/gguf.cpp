@@ -391,8 +391,9 @@ Gguf parse_gguf(std::span<const std::uint8_t> bytes, const std::string& file) {
     std::optional<GgmlTypeInfo> info = ggml_type_info(type);
     if (!info) c.fail(type_at, "tensor '" + t.name + "': unknown ggml type " + std::to_string(type));
     t.type = static_cast<GgmlType>(type);
-    if (!ne.empty() && ne[0] % info->block_elems != 0) {
-      c.fail(dims_at, "tensor '" + t.name + "': its rows of " + std::to_string(ne[0]) +
+    const std::int64_t row = ne.empty() ? 1 : ne[0];  // a scalar is one row of one element
+    if (row % info->block_elems != 0) {
+      c.fail(dims_at, "tensor '" + t.name + "': its rows of " + std::to_string(row) +
                           " elements are not whole blocks of " + std::to_string(info->block_elems) +
                           " (" + std::string(info->name) + ")");
     }

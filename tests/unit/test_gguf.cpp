@@ -227,6 +227,15 @@ TEST_CASE("gguf: malformed files say what is wrong and where [model]") {
   CHECK(error_of(tensor_file(99, 8, 32, 64)) == "t.gguf: byte 45: tensor 'a': unknown ggml type 99");
   CHECK(error_of(tensor_file(8, 8, 64, 96)) ==
         "t.gguf: byte 33: tensor 'a': its rows of 8 elements are not whole blocks of 32 (q8_0)");
+  // A scalar (no dims) of a block type (found by kiln_fuzz_gguf, corpus/gguf/scalar-q4.gguf).
+  std::vector<std::uint8_t> scalar = header(3, 1, 0);
+  put_string(scalar, "s");
+  put<std::uint32_t>(scalar, 0);
+  put<std::uint32_t>(scalar, 2);
+  put<std::uint64_t>(scalar, 0);
+  scalar.resize(64, 0);
+  CHECK(error_of(scalar) ==
+        "t.gguf: byte 33: tensor 's': its rows of 1 elements are not whole blocks of 32 (q4_0)");
   CHECK(error_of(tensor_file(0, 8, 40, 96)) ==
         "t.gguf: byte 82: tensor 'b': offset 40 is not a multiple of the alignment 32");
   CHECK_THAT(error_of(tensor_file(0, 8, 32, 40)),
