@@ -66,7 +66,10 @@ int run_generate(const GenerateOptions& o) {
             << " steps on " << o.target << " (" << threads << " threads, "
             << (o.one_op ? "one kernel per op" : "searched") << "); ready in " << since(start)
             << " s";
-  if (!o.one_op) std::cerr << " (compile " << program.compile_seconds() << " s)";
+  if (!o.one_op) {
+    std::cerr << " (compile " << program.compile_seconds() << " s; " << program.in_place_steps()
+              << " steps in place, " << 2 * c.layers << " cache writes)";
+  }
   std::cerr << "\n";
   std::cerr << "prompt: " << prompt.size() << " tokens\n";
 
@@ -100,7 +103,7 @@ Command add_generate_command(CLI::App& app) {
       ->required();
   cmd->add_option("--prompt", o->prompt, "The prompt text")->required();
   cmd->add_option("-n,--tokens", o->tokens, "Most tokens to generate (default 64)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
   cmd->add_option("--temperature", o->temperature, "0 (default) is greedy");
   cmd->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (default 40; 0: all)");
   cmd->add_option("--seed", o->seed, "Seed of the sampler (default 1)");

@@ -25,6 +25,11 @@ LlamaProgram::LlamaProgram(const model::GgufFile& file, std::int64_t max_context
     compiler::CompiledProgram p = compiler::compile(builder_.graph(), target, measurer, compile);
     llir_ = std::move(p.llir);
     compile_seconds_ = p.seconds;
+    for (const compiler::GroupSummary& group : p.groups) {
+      for (const compiler::GroupStep& step : group.program.steps) {
+        if (step.in_place) in_place_steps_ += group.members.size();
+      }
+    }
   } else {
     llir_ = runtime::lower_one_op(builder_.graph());
   }

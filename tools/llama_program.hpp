@@ -38,12 +38,16 @@ class LlamaProgram {
   const graph::Graph& graph() const { return builder_.graph(); }
   std::size_t steps() const { return llir_.num_steps(); }
   double compile_seconds() const { return compile_seconds_; }
+  // Steps that overwrite their input instead of copying it (the KV cache writes, when the search
+  // chose ScatterNoCopy): 2 per layer means no per-token copy of the cache.
+  std::size_t in_place_steps() const { return in_place_steps_; }
 
  private:
   graph::nn::DecoderConfig config_;
   graph::GraphBuilder builder_;
   runtime::Llir llir_;
   double compile_seconds_ = 0.0;
+  std::size_t in_place_steps_ = 0;
   std::unique_ptr<runtime::Executor> executor_;
 };
 
