@@ -31,6 +31,7 @@ struct GenerateOptions {
   std::uint64_t seed = 1;
   bool chat = false;
   bool one_op = false;
+  bool ignore_eos = false;
   bool quiet = false;
   std::int64_t context = 2048;
   std::string target = "cpu";
@@ -75,7 +76,7 @@ int run_generate(const GenerateOptions& o) {
 
   model::Sampler sampler(o.temperature, o.top_k, o.seed);
   std::vector<std::int32_t> stop;
-  if (tokenizer.vocabulary().eos) stop.push_back(*tokenizer.vocabulary().eos);
+  if (tokenizer.vocabulary().eos && !o.ignore_eos) stop.push_back(*tokenizer.vocabulary().eos);
   const model::Generation result = model::generate(
       prompt, [&](std::span<const std::int32_t> t, std::int64_t pos) { return program.step(t, pos); },
       sampler, o.tokens, stop, [&](std::int32_t token) {
@@ -109,6 +110,8 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the sampler (default 1)");
   cmd->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template (ChatML)");
   cmd->add_flag("--one-op", o->one_op, "One kernel per op, no search (the baseline)");
+  cmd->add_flag("--ignore-eos", o->ignore_eos,
+                "Go on past the end-of-text token (for timing exactly -n tokens)");
   cmd->add_flag("--quiet", o->quiet, "No search progress");
   cmd->add_option("--context", o->context,
                   "KV cache positions (default 2048, at most the model's context)")
