@@ -354,10 +354,9 @@ Gguf parse_gguf(std::span<const std::uint8_t> bytes, const std::string& file) {
     g.alignment = a->unsigned_integer;
   }
 
-  const std::uint64_t tensors_at = c.position();
   // A tensor info takes at least a name length, a dim count, a type and an offset.
-  if (tensor_count > c.left() / 24) {
-    c.fail(tensors_at - 16, "tensor count " + std::to_string(tensor_count) + " runs past the end");
+  if (tensor_count > c.left() / 24) {  // the count is at byte 8
+    c.fail(8, "tensor count " + std::to_string(tensor_count) + " runs past the end");
   }
   std::vector<std::uint64_t> info_at;
   for (std::uint64_t i = 0; i < tensor_count; ++i) {

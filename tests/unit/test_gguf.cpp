@@ -171,6 +171,7 @@ TEST_CASE("gguf: malformed files say what is wrong and where [model]") {
         "t.gguf: byte 0: not a GGUF file (it does not start with \"GGUF\")");
   CHECK(error_of(header(1, 0, 0)) == "t.gguf: byte 4: GGUF version 1 is not supported (2 or 3)");
   CHECK(error_of(header(3, 0, 0)).empty());
+  CHECK(error_of(header(3, 1000, 0)) == "t.gguf: byte 8: tensor count 1000 runs past the end");
 
   std::vector<std::uint8_t> b = header(3, 0, 1);
   put_string(b, "k");
