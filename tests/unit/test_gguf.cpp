@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -247,4 +248,83 @@ TEST_CASE("gguf: malformed files say what is wrong and where [model]") {
 TEST_CASE("gguf: a missing or unreadable file is a user error [model]") {
   CHECK_THROWS_WITH(GgufFile("/nonexistent/model.gguf"),
                     Catch::Contains("/nonexistent/model.gguf: cannot open: No such file or directory"));
+}
+
+namespace {
+
+// A one-layer LLaMA of f32 weights (hidden 32, 2 heads over 1 kv head, FFN 32, vocab 4), with
+// `change` applied to the writer before the tensors are added and `skip` left out.
+std::string small_llama(const std::string& name, const std::function<void(GgufWriter&)>& change,
+                        const std::string& skip = "",
+                        std::vector<std::int64_t> q_shape = {32, 32}) {
+  GgufWriter w;
+  w.set("general.architecture", GgufValue::of_string("llama"));
+  w.set("llama.block_count", GgufValue::of_u32(1));
+  w.set("llama.embedding_length", GgufValue::of_u32(32));
+  w.set("llama.feed_forward_length", GgufValue::of_u32(32));
+  w.set("llama.attention.head_count", GgufValue::of_u32(2));
+  w.set("llama.attention.head_count_kv", GgufValue::of_u32(1));
+  w.set("llama.attention.layer_norm_rms_epsilon", GgufValue::of_f32(1e-5f));
+  w.set("llama.context_length", GgufValue::of_u32(16));
+  change(w);
+  auto add = [&](const std::string& t, std::vector<std::int64_t> shape) {
+    if (t == skip) return;
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    w.add_tensor(t, GgmlType::F32, shape, std::vector<std::uint8_t>(static_cast<std::size_t>(n) * 4));
+  };
+  add("token_embd.weight", {4, 32});
+  add("blk.0.attn_norm.weight", {32});
+  add("blk.0.attn_q.weight", q_shape);
+  add("blk.0.attn_k.weight", {16, 32});
+  add("blk.0.attn_v.weight", {16, 32});
+  add("blk.0.attn_output.weight", {32, 32});
+  add("blk.0.ffn_norm.weight", {32});
+  add("blk.0.ffn_gate.weight", {32, 32});
+  add("blk.0.ffn_up.weight", {32, 32});
+  add("blk.0.ffn_down.weight", {32, 32});
+  add("output_norm.weight", {32});
+  const std::string path = kiln::testing::temp_path(name);
+  w.write(path);
+  return path;
+}
+
+std::string load_error(const std::string& path) {
+  std::string error;
+  try {
+    const GgufFile file(path);
+    const auto config = llama_config(file.gguf(), 16);
+    load_llama_weights(file, config, [](const std::string&, kiln::graph::Tensor) {});
+  } catch (const UserError& e) {
+    error = e.message();
+  }
+  std::filesystem::remove(path);
+  return error;
+}
+
+}  // namespace
+
+TEST_CASE("llama: a file the decoder cannot use is refused by name [model]") {
+  const auto nothing = [](GgufWriter&) {};
+  CHECK(load_error(small_llama("ok.gguf", nothing)).empty());
+  CHECK_THAT(load_error(small_llama("arch.gguf", [](GgufWriter& w) {
+               w.set("general.architecture", GgufValue::of_string("gemma3"));
+             })),
+             Catch::EndsWith("architecture 'gemma3' (general.architecture) is not supported; kiln loads 'llama'"));
+  CHECK_THAT(load_error(small_llama("scaling.gguf", [](GgufWriter& w) {
+               w.set("llama.rope.scaling.type", GgufValue::of_string("linear"));
+             })),
+             Catch::EndsWith("rope scaling 'linear' (llama.rope.scaling.type) is not supported"));
+  CHECK_THAT(load_error(small_llama("heads.gguf", [](GgufWriter& w) {
+               w.set("llama.attention.head_count_kv", GgufValue::of_u32(3));
+             })),
+             Catch::EndsWith("head_count 2 is not a multiple of head_count_kv 3"));
+  CHECK_THAT(load_error(small_llama("missing.gguf", nothing, "blk.0.ffn_up.weight")),
+             Catch::EndsWith("the decoder's weight layers.0.mlp.up.weight [32, 32] has no tensor in the file"));
+  CHECK_THAT(load_error(small_llama("shape.gguf", nothing, "", {32, 16})),
+             Catch::EndsWith("tensor 'blk.0.attn_q.weight' is [32, 16], the decoder's layers.0.attn.q.weight is [32, 32]"));
+  CHECK_THAT(load_error(small_llama("extra.gguf", [](GgufWriter& w) {
+               w.add_tensor("rope_freqs.weight", GgmlType::F32, {8}, std::vector<std::uint8_t>(32));
+             })),
+             Catch::EndsWith("tensor 'rope_freqs.weight' is not a weight of the LLaMA decoder (1 layers)"));
 }
