@@ -11,8 +11,11 @@ llama.cpp reads the quantized blocks directly while kiln dequantizes them to f32
 llama.cpp also rounds activations to 8 bits for its quantized dot products, so greedy
 continuations may part after some tokens: the script reports how many tokens agree.
 
-llama.cpp's AMX kernels are turned off (use_extra_bufts = False): where the kernel has not
-enabled AMX tile state for the process (as on this machine), they fault.
+Where the OS has not enabled AMX tile state for the process (as on this machine), llama.cpp
+built with -march=native faults in its AMX kernels: build it without them
+(CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=ON -DGGML_FMA=ON -DGGML_F16C=ON
+-DGGML_AMX_INT8=OFF ..."), or pass --no-extra-buffers (which also turns off the repacked
+weight layouts, so it is slower).
 """
 import argparse
 import os
@@ -35,7 +38,6 @@ def _without_extra_buffers():
     return params
 
 
-llama_cpp.llama.llama_cpp.llama_model_default_params = _without_extra_buffers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROMPTS = [
@@ -93,7 +95,10 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("-n", type=int, default=32)
+    ap.add_argument("--no-extra-buffers", action="store_true")
     a = ap.parse_args()
+    if a.no_extra_buffers:
+        llama_cpp.llama.llama_cpp.llama_model_default_params = _without_extra_buffers
     model = a.model or subprocess.check_output([os.path.join(ROOT, "scripts", "fetch-model")],
                                                text=True).strip()
     llm = Llama(model_path=model, n_ctx=2048, n_threads=a.threads, n_threads_batch=a.threads,
