@@ -23,6 +23,8 @@ Command add_compile_command(CLI::App& app);  // compile_command.cpp: compile, ex
 Command add_explain_command(CLI::App& app);
 Command add_dump_egraph_command(CLI::App& app);
 Command add_check_rules_command(CLI::App& app);  // check_rules_command.cpp
+Command add_generate_command(CLI::App& app);     // generate_command.cpp
+Command add_tokenize_command(CLI::App& app);     // tokenize_command.cpp
 
 // The help text of --target: the targets built in (run_command.cpp).
 std::string target_help();

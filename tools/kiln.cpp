@@ -6,6 +6,8 @@
 //   kiln explain NAME   the search's choices and rejections
 //   kiln dump-egraph    one group's e-graph (DOT or JSON)
 //   kiln check-rules    each rule's unions checked by evaluating both sides
+//   kiln generate       generate text with a LLaMA model from a GGUF file
+//   kiln tokenize       token ids of a text under a GGUF file's tokenizer
 // A user's mistake exits with status 1, an internal error with 70 (tools/exit_status.hpp).
 #include <CLI/CLI.hpp>
 
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
       kiln::tools::add_explain_command(app),
       kiln::tools::add_dump_egraph_command(app),
       kiln::tools::add_check_rules_command(app),
+      kiln::tools::add_generate_command(app),
+      kiln::tools::add_tokenize_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const kiln::tools::Command& c : commands) {

@@ -1,0 +1,174 @@
+// LLaMA from GGUF (see llama_gguf.hpp).
+#include "model/llama_gguf.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "graph/tensor.hpp"
+#include "model/dequantize.hpp"
+#include "model/rope_permutation.hpp"
+#include "support/diagnostic.hpp"
+
+namespace kiln::model {
+
+namespace {
+
+using support::UserError;
+
+// "blk.N.<what>" -> (N, what); nullopt otherwise.
+std::optional<std::pair<std::string, std::string>> block_name(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return std::nullopt;
+  const std::size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return std::nullopt;
+  const std::string index = name.substr(4, dot - 4);
+  if (!std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::make_pair(index, name.substr(dot + 1));
+}
+
+// Every weight Input of `config`'s decoder graph with its shape, by name.
+std::map<std::string, std::vector<std::int64_t>> decoder_weights(const graph::nn::DecoderConfig& config) {
+  graph::GraphBuilder b;
+  graph::nn::llama_decoder(b, config);
+  const graph::Graph& g = b.graph();
+  std::map<std::string, std::vector<std::int64_t>> out;
+  for (std::size_t id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(static_cast<graph::NodeId>(id));
+    if (n.op != graph::Op::Input || n.persistent || n.name == "tokens") continue;
+    std::vector<std::int64_t> shape;
+    for (const graph::Expr& e : n.shape) {
+      std::optional<std::int64_t> v = e.as_constant();
+      KILN_ASSERT(v, "llama weight " + n.name + " has a symbolic shape");
+      shape.push_back(*v);
+    }
+    out[n.name] = shape;
+  }
+  return out;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+graph::nn::DecoderConfig llama_config(const Gguf& g, std::int64_t max_context) {
+  const std::string arch = g.string("general.architecture");
+  if (arch != "llama") {
+    throw UserError(g.file + ": architecture '" + arch +
+                    "' (general.architecture) is not supported; kiln loads 'llama'");
+  }
+  auto positive = [&](const std::string& key) {
+    const std::int64_t v = g.integer(key);
+    if (v < 1) throw UserError(g.file + ": metadata '" + key + "' must be positive, got " + std::to_string(v));
+    return v;
+  };
+  graph::nn::DecoderConfig c;
+  c.name = g.find("general.name") ? g.string("general.name") : "llama";
+  c.layers = positive("llama.block_count");
+  c.hidden = positive("llama.embedding_length");
+  c.intermediate = positive("llama.feed_forward_length");
+  c.heads = positive("llama.attention.head_count");
+  c.kv_heads = g.find("llama.attention.head_count_kv") ? positive("llama.attention.head_count_kv")
+                                                       : c.heads;
+  if (c.heads % c.kv_heads != 0) {
+    throw UserError(g.file + ": head_count " + std::to_string(c.heads) +
+                    " is not a multiple of head_count_kv " + std::to_string(c.kv_heads));
+  }
+  c.head_dim = g.find("llama.attention.key_length") ? positive("llama.attention.key_length")
+                                                    : c.hidden / c.heads;
+  if (std::optional<std::int64_t> rope = g.optional_integer("llama.rope.dimension_count");
+      rope && *rope != c.head_dim) {
+    throw UserError(g.file + ": rope over " + std::to_string(*rope) + " of " +
+                    std::to_string(c.head_dim) + " head dims (llama.rope.dimension_count) is not supported");
+  }
+  if (g.find("llama.rope.scaling.type") && g.string("llama.rope.scaling.type") != "none") {
+    throw UserError(g.file + ": rope scaling '" + g.string("llama.rope.scaling.type") +
+                    "' (llama.rope.scaling.type) is not supported");
+  }
+  c.rope_base = g.optional_real("llama.rope.freq_base").value_or(10000.0);
+  c.rms_eps = g.real("llama.attention.layer_norm_rms_epsilon");
+  const GgufTensorInfo* embd = g.find_tensor("token_embd.weight");
+  if (!embd || embd->shape.size() != 2) {
+    throw UserError(g.file + ": tensor 'token_embd.weight' [vocab, hidden] is missing");
+  }
+  c.vocab = embd->shape[0];
+  c.tied_embeddings = g.find_tensor("output.weight") == nullptr;
+  const std::int64_t context = g.optional_integer("llama.context_length").value_or(max_context);
+  if (max_context < 1 || max_context > context) {
+    throw UserError(g.file + ": a cache of " + std::to_string(max_context) +
+                    " positions does not fit the model's context of " + std::to_string(context));
+  }
+  c.max_context = max_context;
+  c.dtype = graph::DType::F32;
+  return c;
+}
+
+std::string llama_graph_name(const std::string& name) {
+  static const std::map<std::string, std::string> top = {
+      {"token_embd.weight", "embed.weight"},
+      {"output_norm.weight", "norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  static const std::map<std::string, std::string> block = {
+      {"attn_norm.weight", "attn_norm.weight"}, {"attn_q.weight", "attn.q.weight"},
+      {"attn_k.weight", "attn.k.weight"},       {"attn_v.weight", "attn.v.weight"},
+      {"attn_output.weight", "attn.o.weight"},  {"ffn_norm.weight", "mlp_norm.weight"},
+      {"ffn_gate.weight", "mlp.gate.weight"},   {"ffn_up.weight", "mlp.up.weight"},
+      {"ffn_down.weight", "mlp.down.weight"},
+  };
+  if (auto it = top.find(name); it != top.end()) return it->second;
+  if (auto b = block_name(name)) {
+    if (auto it = block.find(b->second); it != block.end()) return "layers." + b->first + "." + it->second;
+  }
+  return "";
+}
+
+void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& config,
+                        const std::function<void(const std::string&, graph::Tensor)>& use) {
+  const Gguf& g = file.gguf();
+  const std::map<std::string, std::vector<std::int64_t>> expected = decoder_weights(config);
+  std::set<std::string> loaded;
+  for (const GgufTensorInfo& t : g.tensors) {
+    const std::string name = llama_graph_name(t.name);
+    auto it = name.empty() ? expected.end() : expected.find(name);
+    if (it == expected.end()) {
+      throw UserError(g.file + ": tensor '" + t.name + "' is not a weight of the LLaMA decoder (" +
+                      std::to_string(config.layers) + " layers)");
+    }
+    if (t.shape != it->second) {
+      throw UserError(g.file + ": tensor '" + t.name + "' is " + shape_text(t.shape) +
+                      ", the decoder's " + name + " is " + shape_text(it->second));
+    }
+    if (!is_supported(t.type)) {
+      throw UserError(g.file + ": tensor '" + t.name + "' is " +
+                      std::string(ggml_type_info(t.type).name) +
+                      ", which kiln does not dequantize (f32, f16, bf16, q8_0, q4_0, q4_1)");
+    }
+    std::vector<float> values = dequantize(t.type, file.data(t), t.elements);
+    const auto block = block_name(t.name);
+    if (block && (block->second == "attn_q.weight" || block->second == "attn_k.weight")) {
+      const std::int64_t heads = block->second == "attn_q.weight" ? config.heads : config.kv_heads;
+      values = rope_rows_from_gguf(values, heads, t.shape[1]);
+    }
+    graph::Tensor tensor;
+    tensor.dtype = graph::DType::F32;
+    tensor.shape = t.shape;
+    tensor.data.assign(values.begin(), values.end());
+    loaded.insert(name);
+    use(name, std::move(tensor));
+  }
+  for (const auto& [name, shape] : expected) {
+    if (!loaded.count(name)) {
+      throw UserError(g.file + ": the decoder's weight " + name + " " + shape_text(shape) +
+                      " has no tensor in the file");
+    }
+  }
+}
+
+}  // namespace kiln::model

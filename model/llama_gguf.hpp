@@ -1,0 +1,40 @@
+// llama_gguf: a LLaMA-architecture GGUF file (general.architecture "llama") as graph/nn's
+// LLaMA decoder: its configuration from the metadata, and its weights under the graph's names.
+//
+//   GGUF                         graph (nn::llama_decoder)
+//   token_embd.weight            embed.weight
+//   blk.N.attn_norm.weight       layers.N.attn_norm.weight
+//   blk.N.attn_q/k/v.weight      layers.N.attn.q/k/v.weight   (q, k: rows back to rotate-half
+//   blk.N.attn_output.weight     layers.N.attn.o.weight        order, model/rope_permutation)
+//   blk.N.ffn_norm.weight        layers.N.mlp_norm.weight
+//   blk.N.ffn_gate/up/down.weight layers.N.mlp.gate/up/down.weight
+//   output_norm.weight           norm.weight
+//   output.weight                lm_head.weight (absent: tied to the embedding)
+//
+// Weights are dequantized to f32 when loaded (model/dequantize).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "graph/interpret.hpp"
+#include "graph/nn.hpp"
+#include "model/gguf.hpp"
+
+namespace kiln::model {
+
+// The decoder a LLaMA GGUF describes, with a KV cache of `max_context` positions (at most the
+// model's context length). A UserError naming the key for missing or unsupported metadata.
+graph::nn::DecoderConfig llama_config(const Gguf& gguf, std::int64_t max_context);
+
+// The graph's name of GGUF tensor `name` ("blk.3.attn_q.weight" -> "layers.3.attn.q.weight");
+// empty if the LLaMA decoder has no such weight.
+std::string llama_graph_name(const std::string& name);
+
+// Calls `use(graph name, tensor)` for every weight of the decoder `config` (from llama_config)
+// in file order, one dequantized tensor at a time, so that at most one is held. A UserError if
+// a tensor is missing, has an unexpected shape or type, or is not a weight of the decoder.
+void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& config,
+                        const std::function<void(const std::string&, graph::Tensor)>& use);
+
+}  // namespace kiln::model
