@@ -45,7 +45,7 @@ std::int64_t elements(const std::vector<graph::Expr>& shape, const graph::DimVal
 
 }  // namespace
 
-std::vector<CandidateInfo> collect_candidates(const EGraphView& view) {
+std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsumed_too) {
   std::vector<CandidateInfo> out;
   const GraphSorts& sorts = view.sorts();
   view.for_rows("Kernel", [&](RowId r, const Value* row) {
@@ -72,7 +72,7 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view) {
     }
     c.op = std::move(body);
     out.push_back(std::move(c));
-  });
+  }, subsumed_too);
   view.for_rows("Gemm", [&](RowId r, const Value* row) {
     CandidateInfo c;
     c.node = ENode{*view.function("Gemm"), r};
@@ -94,7 +94,7 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view) {
     c.op = gemm_call(*dtype, *a, *b, sorts.expr_sort->get(row[3]), sorts.expr_sort->get(row[4]),
                      sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
     out.push_back(std::move(c));
-  });
+  }, subsumed_too);
   return out;
 }
 

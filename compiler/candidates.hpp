@@ -35,7 +35,8 @@ struct CandidateInfo {
 
 // Every live Kernel and Gemm row, in row order. A row whose operands cannot be read (a Gemm
 // dtype that is not a dtype) comes back rejected with the reason.
-std::vector<CandidateInfo> collect_candidates(const EGraphView& view);
+// `subsumed_too`: also the subsumed rows (for judging the rules that made them).
+std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsumed_too = false);
 
 // The candidate sized at `dims`: its buffers are the input e-classes' whole buffers. A reason
 // (in `why`) instead when it cannot run there: an input e-class without a known shape, a

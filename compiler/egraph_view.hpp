@@ -35,14 +35,15 @@ class EGraphView {
   // The rule that created the row (empty: the encoded graph or a top-level command).
   std::string origin(const engine::ENode& node) const;
 
-  // Live rows of a function, in row order (subsumed ones skipped: extraction cannot pick them).
+  // Live rows of a function, in row order; subsumed ones skipped (extraction cannot pick them)
+  // unless asked for (a rule's check judges every row it made).
   template <class Visit>
-  void for_rows(const std::string& name, Visit&& visit) const {
+  void for_rows(const std::string& name, Visit&& visit, bool subsumed_too = false) const {
     auto f = function(name);
     if (!f) return;
     const engine::Table& t = egraph_.table(*f);
     for (engine::RowId r = 0; r < t.end(); ++r) {
-      if (t.alive(r) && !t.subsumed(r)) visit(r, t.row(r));
+      if (t.alive(r) && (subsumed_too || !t.subsumed(r))) visit(r, t.row(r));
     }
   }
 

@@ -36,6 +36,8 @@ class Session {
   const engine::RunReport& total_report() const { return total_report_; }
   // Opt-in limits applied to every run (default: none, which is egglog's behaviour).
   void set_limits(const engine::RunLimits& limits) { limits_ = limits; }
+  // The rules declared so far, in order (with their rulesets).
+  const std::vector<engine::Rule>& rules() const { return state_.rules; }
   // The value and sort of a global, if defined.
   const Global* global(const std::string& name) const;
 
