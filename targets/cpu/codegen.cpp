@@ -355,6 +355,29 @@ class Renderer {
     }
   }
 
+  void emit_vector_max(ScalarId id, std::size_t indent, std::size_t scope, const std::string& acc,
+                       const char* type) {
+    const Scalar& s = nodes_[id];
+    line(indent, "long long " + acc + "nan = 0, " + acc + "real = 0;");
+    line(indent, "#pragma omp simd reduction(max: " + acc + "0) reduction(+: " + acc + "nan, " +
+                     acc + "real)");
+    const std::string var = "L_" + s.var;
+    line(indent, "for (kiln_i64 " + var + " = 0; " + var + " < " + expr(s.extent) + "; ++" + var +
+                     ") {");
+    if (scope != 0) emit_nodes(scope, indent + 1);
+    const std::string e = "e" + std::to_string(id);
+    line(indent + 1, std::string("const ") + type + " " + e + " = " + value(s.args[0], nullptr) +
+                         ";");
+    line(indent + 1, acc + "0 = " + e + " > " + acc + "0 ? " + e + " : " + acc + "0;");
+    line(indent + 1, acc + "nan += " + e + " != " + e + ";");
+    line(indent + 1, acc + "real += " + e + " > -__builtin_inff();");
+    line(indent, "}");
+    const bool f64 = s.dtype == DType::F64;
+    line(indent, std::string("const ") + type + " v" + std::to_string(id) + " = " + acc +
+                     "nan ? " + (f64 ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")") + " : (" +
+                     acc + "real ? " + acc + "0 : -__builtin_inff());");
+  }
+
   void emit_reduce(ScalarId id, std::size_t indent) {
     const Scalar& s = nodes_[id];
     const Monoid& m = body_.monoids().at(s.slot);
@@ -366,9 +389,20 @@ class Renderer {
                        literal(m.identity[k], s.dtype) + ";");
     }
     const bool innermost = !homes_.has_child_scope(scope);
-    if (m.name == "sum" && innermost && graph::is_float(s.dtype) && s.dtype != DType::F16 &&
-        s.dtype != DType::BF16) {
+    const bool vector_float = innermost && graph::is_float(s.dtype) && s.dtype != DType::F16 &&
+                              s.dtype != DType::BF16;
+    if (m.name == "sum" && vector_float) {
       line(indent, "#pragma omp simd reduction(+: " + acc + "0)");
+    }
+    // The built-in max: OpenMP's max reduction vectorizes, but starts its lanes at the least
+    // finite value and drops NaN, so the loop also counts NaN elements and elements above -inf,
+    // and the result is fixed after it (NaN if any; -inf if every element was -inf: a fully
+    // masked row).
+    const bool vector_max = m.name == "max" && vector_float && m.identity.size() == 1 &&
+                            s.args.size() == 1 && nodes_[m.combine[0]].op == ScalarOp::Max;
+    if (vector_max) {
+      emit_vector_max(id, indent, scope, acc, type);
+      return;
     }
     const std::string var = "L_" + s.var;
     line(indent, "for (kiln_i64 " + var + " = 0; " + var + " < " + expr(s.extent) + "; ++" + var +

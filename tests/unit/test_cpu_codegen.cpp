@@ -180,3 +180,39 @@ TEST_CASE("float exp2 and log2 of the generated code are within 4 ulps over thei
   check(ScalarOp::Exp2, exp_args, [](double x) { return std::exp2(x); });
   check(ScalarOp::Log2, log_args, [](double x) { return std::log2(x); });
 }
+
+TEST_CASE("a vectorized max reduction keeps NaN, -inf rows and the largest value", "[cpu]") {
+  // Rows: all -inf (a fully masked row), one NaN among finite values, finite values with
+  // -FLT_MAX and +inf, and plain finite values (longer than a vector).
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float lowest = std::numeric_limits<float>::lowest();
+  std::vector<float> rows(4 * 37, -inf);
+  for (int j = 0; j < 37; ++j) {
+    rows[37 + j] = static_cast<float>(j) - 5.0f;
+    rows[2 * 37 + j] = lowest;
+    rows[3 * 37 + j] = static_cast<float>((j * 7) % 37) - 20.0f;
+  }
+  rows[37 + 11] = nan;
+  rows[2 * 37 + 30] = inf;
+  BodyBuilder b({DType::F32});
+  const Expr i = b.output_loop(Expr(4));
+  const std::string r = b.reduce_var();
+  const ScalarId m = b.reduce(b.max_monoid(DType::F32), r, Expr(37),
+                              {b.load(0, i * Expr(37) + Expr::dim(r))}, DType::F32);
+  const Body body = b.finish(m, Expr(4), i);
+  const targets::cpu::KernelSource source = targets::cpu::render_kernel(body);
+  CHECK(contains(source.code, "reduction(max:"));
+  const auto cache = fresh_cache("vector-max");
+  targets::cpu::JitCompiler jit(cache);
+  std::vector<targets::cpu::CompiledKernel> k = jit.compile({source});
+  REQUIRE(k[0].fn != nullptr);
+  std::vector<float> out(4);
+  void* buffers[] = {rows.data(), out.data()};
+  k[0].fn(buffers, nullptr);
+  CHECK(out[0] == -inf);
+  CHECK(std::isnan(out[1]));
+  CHECK(out[2] == inf);
+  CHECK(out[3] == 16.0f);
+  std::filesystem::remove_all(cache);
+}
