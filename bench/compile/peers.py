@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""kiln's searched programs against NumPy (OpenBLAS underneath) on the same computation,
-side by side on this CPU, as time ratios (> 1: kiln is faster).
+"""kiln's searched programs against NumPy (OpenBLAS underneath) and, when it is installed,
+PyTorch (eager, and attention through scaled_dot_product_attention) on the same computation,
+side by side on this CPU with the same thread count, as time ratios (> 1: kiln is faster).
 
 kiln: `kiln compile NAME --dim ...` (the cache is warmed by a first compile), the median run
 of the compiled program with weights resident. NumPy: the same model written directly, float32,
 median of repeated calls. Run from the repository root:
 
     python3 -m venv .venv-peers && .venv-peers/bin/pip install numpy
-    .venv-peers/bin/python bench/compile/peers.py [--build build]
+    .venv-peers/bin/python bench/compile/peers.py [--build build] [--seqs 128,512,1024]
 """
 import argparse
 import os
@@ -46,7 +47,7 @@ def mlp(batch):
     return run
 
 
-def attention(seq, heads=8, dim=64):
+def attention(seq, heads=8, dim=64, backend="numpy"):
     x = w(seq, heads * dim)
     wq, wk, wv, wo = (w(heads * dim, heads * dim) for _ in range(4))
     inv = 10000.0 ** (-np.arange(0, dim, 2, dtype=np.float32) / dim)
@@ -68,7 +69,32 @@ def attention(seq, heads=8, dim=64):
         s = np.exp(s - s.max(-1, keepdims=True))
         p = s / s.sum(-1, keepdims=True)
         return (p @ v).transpose(1, 0, 2).reshape(seq, heads * dim) @ wo.T
-    return run
+    if backend == "numpy":
+        return run
+    import torch
+    import torch.nn.functional as F
+    tx, twq, twk, twv, two, tcos, tsin, tmask = (torch.from_numpy(a) for a in
+                                                  (x, wq, wk, wv, wo, cos, sin, mask))
+
+    def trope(t):
+        half = dim // 2
+        return t * tcos + torch.cat([-t[..., half:], t[..., :half]], dim=-1) * tsin
+
+    def heads_of(t):
+        return t.reshape(seq, heads, dim).transpose(0, 1)
+
+    @torch.inference_mode()
+    def eager():
+        q, k, v = trope(heads_of(tx @ twq.T)), trope(heads_of(tx @ twk.T)), heads_of(tx @ twv.T)
+        p = torch.softmax(q @ k.transpose(1, 2) / dim ** 0.5 + tmask, dim=-1)
+        return (p @ v).transpose(0, 1).reshape(seq, heads * dim) @ two.T
+
+    @torch.inference_mode()
+    def sdpa():
+        q, k, v = trope(heads_of(tx @ twq.T)), trope(heads_of(tx @ twk.T)), heads_of(tx @ twv.T)
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return o.transpose(0, 1).reshape(seq, heads * dim) @ two.T
+    return eager if backend == "torch" else sdpa
 
 
 def kiln_time(kiln, name, dim):
@@ -83,14 +109,34 @@ def kiln_time(kiln, name, dim):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
+    parser.add_argument("--seqs", default="128", help="attention sequence lengths")
     o = parser.parse_args()
     kiln = os.path.join(o.build, "bin", "kiln")
-    print("| model | kiln ms | NumPy ms | NumPy / kiln |")
-    print("|---|---:|---:|---:|")
-    for name, dim, peer in [("mlp", "batch=64", mlp(64)), ("attention", "seq=128", attention(128))]:
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count())  # kiln uses every core by default too
+        has_torch = True
+    except ImportError:
+        has_torch = False
+    cases = [("mlp", "batch=64", mlp(64), None, None)]
+    for seq in [int(v) for v in o.seqs.split(",")]:
+        cases.append(("attention", f"seq={seq}", attention(seq),
+                      attention(seq, backend="torch") if has_torch else None,
+                      attention(seq, backend="sdpa") if has_torch else None))
+    print("| model | kiln ms | NumPy ms | NumPy / kiln | PyTorch ms | PyTorch / kiln |"
+          " SDPA ms | SDPA / kiln |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, dim, peer, eager, sdpa in cases:
         k = kiln_time(kiln, name, dim)
         n = median_time(peer)
-        print(f"| {name} {dim} | {k * 1e3:.3f} | {n * 1e3:.3f} | **{n / k:.2f}** |")
+        row = f"| {name} {dim} | {k * 1e3:.3f} | {n * 1e3:.3f} | **{n / k:.2f}** |"
+        for f in (eager, sdpa):
+            if f is None:
+                row += " - | - |"
+            else:
+                t = median_time(f)
+                row += f" {t * 1e3:.3f} | **{t / k:.2f}** |"
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "support/diagnostic.hpp"
+#include "targets/c_index_expr.hpp"
 #include "targets/node_homes.hpp"
 
 namespace kiln::targets::cpu {
@@ -193,35 +194,9 @@ class Renderer {
   }
 
   std::string expr(const Expr& e) const {
-    auto args = [&](const char* sep) {
-      std::string out;
-      for (std::size_t i = 0; i < e.args().size(); ++i) {
-        out += (i ? sep : "") + expr(e.args()[i]);
-      }
-      return "(" + out + ")";
-    };
-    auto fold = [&](const char* fn) {
-      std::string out = expr(e.args()[0]);
-      for (std::size_t i = 1; i < e.args().size(); ++i) {
-        out = std::string(fn) + "(" + out + ", " + expr(e.args()[i]) + ")";
-      }
-      return out;
-    };
-    switch (e.op()) {
-      case ExprOp::Const: return "(" + std::to_string(e.value()) + "LL)";
-      case ExprOp::Dim: return var_name(e.name());
-      case ExprOp::Add: return args(" + ");
-      case ExprOp::Mul: return args(" * ");
-      case ExprOp::FloorDiv: return "kiln_fdiv" + args(", ");
-      case ExprOp::CeilDiv: return "kiln_cdiv" + args(", ");
-      case ExprOp::Mod: return "kiln_imod" + args(", ");
-      case ExprOp::Min: return fold("kiln_imin");
-      case ExprOp::Max: return fold("kiln_imax");
-      case ExprOp::Lt: return "(kiln_i64)" + args(" < ");
-      case ExprOp::Le: return "(kiln_i64)" + args(" <= ");
-      case ExprOp::Eq: return "(kiln_i64)" + args(" == ");
-    }
-    return "0";
+    return c_index_expr(
+        e, [this](const std::string& d) { return var_name(d); },
+        [](std::int64_t v) { return "(" + std::to_string(v) + "LL)"; });
   }
 
   // The value of a node: its local variable, or (for constants and monoid parameters) text.
