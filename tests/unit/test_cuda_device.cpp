@@ -7,6 +7,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -87,10 +88,17 @@ void check_gemm(runtime::LibraryCall call, std::mt19937& rng) {
   device.download(out.data(), buffers.back(), out.size());
   for (void* b : buffers) device.release(b);
   const std::vector<double> got = runtime::from_native(out.data(), size, call.dtype);
-  const bool half = call.dtype == graph::DType::F16 || call.dtype == graph::DType::BF16;
-  const double tol = half ? 3e-2 : call.dtype == graph::DType::F32 ? 1e-4 : 1e-10;
+  // The output's rounding (f16: 2^-11, bf16: 2^-8 relative) and a sum of k = 29 products in
+  // another order. cuBLASLt does not document which GELU it computes; its tanh and erf forms
+  // differ by at most ~1e-3, within which a GELU result is accepted.
+  double tol = 1e-12;
+  if (call.dtype == graph::DType::F32) tol = 1e-5;
+  if (call.dtype == graph::DType::F16) tol = 4e-3;
+  if (call.dtype == graph::DType::BF16) tol = 2e-2;
+  if (s.activation == targets::GemmActivation::Gelu) tol = std::max(tol, 2e-3);
   for (std::size_t i = 0; i < size; ++i) {
-    REQUIRE(got[i] == Approx(want[i]).margin(tol * std::max(1.0, static_cast<double>(s.k))));
+    INFO("element " << i << ": " << got[i] << " vs " << want[i]);
+    REQUIRE(std::fabs(got[i] - want[i]) <= tol * (1.0 + std::fabs(want[i])));
   }
 }
 
