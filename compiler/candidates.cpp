@@ -1,8 +1,10 @@
 // The candidates phase; see candidates.hpp.
 #include "compiler/candidates.hpp"
 
+#include <algorithm>
 #include <sstream>
 
+#include "engine/builtins.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::compiler {
@@ -95,6 +97,37 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsu
                      sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
     out.push_back(std::move(c));
   }, subsumed_too);
+  // A Gemm with a bias row and an activation: the call's epilogue params, the bias its third
+  // input.
+  view.for_rows("GemmBias", [&](RowId r, const Value* row) {
+    CandidateInfo c;
+    c.node = ENode{*view.function("GemmBias"), r};
+    c.output = view.find(row[9]);
+    c.how = "gemm";
+    c.what = "c" + std::to_string(c.output) + " as gemm with bias";
+    auto a = view.operand(row[1]);
+    auto b = view.operand(row[2]);
+    const std::string& dtype_name = sorts.string_sort->get(row[0]);
+    std::optional<graph::DType> dtype = graph::parse_dtype(dtype_name);
+    const std::int64_t activation = engine::I64Sort::get(row[8]);
+    if (!a || !b || !dtype || activation < 0 || activation > 1) {
+      c.rejected = true;
+      c.why = !dtype ? "the unknown dtype \"" + dtype_name + "\""
+              : (!a || !b) ? "an operand is not an Operand term"
+                           : "the unknown activation " + std::to_string(activation);
+      c.op = runtime::LibraryCall{};
+      out.push_back(std::move(c));
+      return;
+    }
+    c.inputs = {a->buffer, b->buffer, view.find(row[7])};
+    runtime::LibraryCall call =
+        gemm_call(*dtype, *a, *b, sorts.expr_sort->get(row[3]), sorts.expr_sort->get(row[4]),
+                  sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
+    call.params["bias"] = graph::Expr(1);
+    if (activation != 0) call.params["activation"] = graph::Expr(activation);
+    c.op = std::move(call);
+    out.push_back(std::move(c));
+  }, subsumed_too);
   return out;
 }
 
@@ -129,11 +162,17 @@ Sized size_candidate(const CandidateInfo& info, ClassValues& values, const graph
       c = body_candidate(*body, have, dims);
     } else {
       c = gemm_candidate(std::get<runtime::LibraryCall>(info.op), dims);
-      for (std::size_t i = 0; i < 2; ++i) {
+      if (c.input_elements.size() != have.size()) {
+        out.why = "its call reads " + std::to_string(c.input_elements.size()) + " buffers, it has " +
+                  std::to_string(have.size());
+        return out;
+      }
+      for (std::size_t i = 0; i < have.size(); ++i) {
         if (have[i] < c.input_elements[i]) {
+          static const char* const kOperands[] = {"A", "B", "bias", "C0"};
           out.why = std::string("it reads ") + std::to_string(c.input_elements[i]) +
-                    " elements of operand " + (i == 0 ? "A" : "B") + ", whose buffer holds " +
-                    std::to_string(have[i]);
+                    " elements of operand " + kOperands[std::min<std::size_t>(i, 3)] +
+                    ", whose buffer holds " + std::to_string(have[i]);
           return out;
         }
         c.input_elements[i] = have[i];

@@ -160,6 +160,14 @@ Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims
   Candidate c;
   c.input_dtypes = {call.dtype, call.dtype};
   c.input_elements = {s.a_elements(), s.b_elements()};
+  if (s.bias) {  // the epilogue's inputs: a bias row, then C0 (targets/gemm_reference.hpp)
+    c.input_dtypes.push_back(call.dtype);
+    c.input_elements.push_back(s.n);
+  }
+  if (s.accumulate) {
+    c.input_dtypes.push_back(call.dtype);
+    c.input_elements.push_back(s.c_elements());
+  }
   c.output_dtype = call.dtype;
   c.output_elements = s.c_elements();
   c.op = std::move(call);
@@ -170,7 +178,16 @@ std::string library_call_in_bounds(const runtime::LibraryCall& call,
                                    const std::vector<graph::Expr>& buffer_elements) {
   using graph::Expr;
   if (call.op != "gemm") return "no bounds are known for library op " + call.op;
-  if (buffer_elements.size() != 3) return "a gemm call takes 3 buffers (A, B, C)";
+  auto flag = [&](const char* name) {
+    auto it = call.params.find(name);
+    return it != call.params.end() && it->second != Expr(0);
+  };
+  const bool bias = flag("bias"), accumulate = flag("accumulate");
+  const std::size_t buffers = 3 + (bias ? 1 : 0) + (accumulate ? 1 : 0);
+  if (buffer_elements.size() != buffers) {
+    return "this gemm call takes " + std::to_string(buffers) +
+           " buffers (A, B, bias and C0 where present, C)";
+  }
   auto param = [&](const char* name, const Expr& fallback) {
     auto it = call.params.find(name);
     return it == call.params.end() ? fallback : it->second;
@@ -195,7 +212,17 @@ std::string library_call_in_bounds(const runtime::LibraryCall& call,
   const graph::StridedAccess c{"gemm C", 0, {{batch, param("stride_c", m * n)}, {m, ldc}, {n, 1}}};
   std::string why = graph::prove_in_bounds(a, buffer_elements[0]);
   if (why.empty()) why = graph::prove_in_bounds(b, buffer_elements[1]);
-  if (why.empty()) why = graph::prove_in_bounds(c, buffer_elements[2]);
+  std::size_t next = 2;
+  if (bias && why.empty()) {
+    why = graph::prove_in_bounds(graph::StridedAccess{"gemm bias", 0, {{n, 1}}},
+                                 buffer_elements[next++]);
+  }
+  if (accumulate && why.empty()) {
+    const graph::StridedAccess c0{"gemm C0", 0,
+                                  {{batch, param("stride_c", m * n)}, {m, ldc}, {n, 1}}};
+    why = graph::prove_in_bounds(c0, buffer_elements[next++]);
+  }
+  if (why.empty()) why = graph::prove_in_bounds(c, buffer_elements.back());
   return why;
 }
 
@@ -491,7 +518,7 @@ std::vector<std::string> Measurer::check_all(const std::vector<Candidate>& candi
           for (const std::vector<double>& x : in) pointers.push_back(&x);
           graph::interpret_body(*body, pointers, dims, want);
         } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
-          targets::gemm_reference(call, dims, in.at(0), in.at(1), want);
+          targets::gemm_reference(call, dims, in, want);
         } else {
           return "no reference semantics for library op " + call.op;
         }

@@ -194,6 +194,55 @@ const BufferPlan& Executor::plan(const graph::DimValues& dims) {
   return setup(dims).plan;
 }
 
+void Executor::launch_steps(const DimSetup& d, const graph::DimValues& dims,
+                            RunProfile* profile) {
+  const BufferPlan& p = d.plan;
+  const std::vector<void*>& address = address_;
+  for (StepId s = 0; s < llir_.num_steps(); ++s) {
+    const Step& step = llir_.step(s);
+    std::vector<void*>& buffers = step_buffers_[s];
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) buffers[i] = address[step.inputs[i]];
+    buffers.back() = address[step.output];
+    if (p.copy_alias[s]) {
+      const ValueId in = step.inputs[*step.alias];
+      const std::size_t bytes = std::min(p.bytes[in], p.bytes[step.output]);
+      if (bytes) device_.copy(address[step.output], address[in], bytes);
+    }
+    Clock::time_point start;
+    if (profile) {
+      device_.synchronize();
+      start = Clock::now();
+    }
+    if (const Kernel* kernel = kernels_[s].get()) {
+      device_.launch(*kernel, buffers, d.kernel_dims[s]);
+    } else {
+      device_.call(*step.call(), buffers, dims);
+    }
+    if (profile) {
+      device_.synchronize();
+      profile->steps.push_back(StepTime{step.label, seconds_since(start)});
+    }
+  }
+}
+
+void Executor::replay_steps(const DimSetup& d, const graph::DimValues& dims) {
+  if (recording_ && recorded_dims_ == dims && recorded_address_ == address_) {
+    recording_->replay();
+    return;
+  }
+  if (settled_.insert(dims).second) {  // first run at these dims: step by step
+    launch_steps(d, dims, nullptr);
+    return;
+  }
+  // The recording may run `work` again later (devices without capture): it holds copies.
+  recording_ = device_.record(
+      [this, setup = &d, at = dims] { launch_steps(*setup, at, nullptr); }, std::move(recording_));
+  recorded_dims_ = dims;
+  recorded_address_ = address_;
+  ++recordings_;
+  recording_->replay();
+}
+
 std::map<std::string, graph::Tensor> Executor::run(
     const graph::DimValues& dims, const std::map<std::string, graph::Tensor>& inputs,
     RunProfile* profile, Fetch fetch) {
@@ -260,30 +309,10 @@ std::map<std::string, graph::Tensor> Executor::run(
     profile->steps.clear();
     profile->arena_bytes = p.arena_bytes;
   }
-  for (StepId s = 0; s < llir_.num_steps(); ++s) {
-    const Step& step = llir_.step(s);
-    std::vector<void*>& buffers = step_buffers_[s];
-    for (std::size_t i = 0; i < step.inputs.size(); ++i) buffers[i] = address[step.inputs[i]];
-    buffers.back() = address[step.output];
-    if (p.copy_alias[s]) {
-      const ValueId in = step.inputs[*step.alias];
-      const std::size_t bytes = std::min(p.bytes[in], p.bytes[step.output]);
-      if (bytes) device_.copy(address[step.output], address[in], bytes);
-    }
-    Clock::time_point start;
-    if (profile) {
-      device_.synchronize();
-      start = Clock::now();
-    }
-    if (const Kernel* kernel = kernels_[s].get()) {
-      device_.launch(*kernel, buffers, d.kernel_dims[s]);
-    } else {
-      device_.call(*step.call(), buffers, dims);
-    }
-    if (profile) {
-      device_.synchronize();
-      profile->steps.push_back(StepTime{step.label, seconds_since(start)});
-    }
+  if (replay_ && !profile) {
+    replay_steps(d, dims);
+  } else {
+    launch_steps(d, dims, profile);
   }
   device_.synchronize();
 

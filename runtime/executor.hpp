@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,16 @@ class Executor {
   // The plan used for `dims` (planned now if it is not cached).
   const BufferPlan& plan(const graph::DimValues& dims);
 
+  // With replay on, a run without a profile launches its steps through a recording
+  // (Device::record: a CUDA graph): the first run at a dim map launches them one by one (a
+  // kernel's first launch may measure its schedules, which a recording cannot hold), the
+  // next records them and replays the recording, later runs at the same dims and buffers only
+  // replay. Other dims or buffers record again, updating the last recording where the device
+  // can (a decode step's growing sequence). Off by default.
+  void set_replay(bool on) { replay_ = on; }
+  // How many recordings were made (for tests and reports).
+  std::size_t recordings() const { return recordings_; }
+
  private:
   struct Held {
     void* buffer = nullptr;
@@ -89,6 +100,10 @@ class Executor {
     std::vector<std::vector<long long>> kernel_dims;  // by step: the kernel's dims() values
   };
   const DimSetup& setup(const graph::DimValues& dims);
+  // Launches every step in order on the buffers in address_ (timing each into `profile`).
+  void launch_steps(const DimSetup& d, const graph::DimValues& dims, RunProfile* profile);
+  // launch_steps through the recording (see set_replay).
+  void replay_steps(const DimSetup& d, const graph::DimValues& dims);
   void* ensure_arena(std::size_t bytes);
   Held& hold(std::map<std::string, Held>& held, const std::string& name,
              const graph::Tensor& tensor, graph::DType dtype);
@@ -106,6 +121,12 @@ class Executor {
   std::map<std::string, Held> bound_;  // bind()
   std::map<std::string, Held> state_;  // persistent state
   std::map<std::string, Held> inputs_;  // per-run input buffers, reused across runs
+  bool replay_ = false;
+  std::set<graph::DimValues> settled_;  // dims run once step by step (replay)
+  std::unique_ptr<Recording> recording_;
+  graph::DimValues recorded_dims_;     // what recording_ was made for
+  std::vector<void*> recorded_address_;
+  std::size_t recordings_ = 0;
 };
 
 }  // namespace kiln::runtime

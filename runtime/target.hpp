@@ -8,8 +8,10 @@
 // in their dtype's native layout (runtime/native.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,8 +27,12 @@ namespace kiln::runtime {
 //   C[b] = A[b] x B[b] for b < batch, with m, n, k; A is m x k (or k x m when trans_a is 1),
 //   B k x n (or n x k when trans_b is 1), each row-major with leading dims lda, ldb, ldc and
 //   batch strides stride_a, stride_b, stride_c and offsets offset_a, offset_b (elements; 0
-//   when absent); dtype f32 or f64.
-// Buffers of a call: its inputs in order (A, B), then the output (C).
+//   when absent); dtype f32, f64 (and f16, bf16 where a target has them). An epilogue, where
+//   the target offers one (cuBLASLt): bias 1 adds a bias input of n elements to every row,
+//   accumulate 1 adds an input C0 laid out like C (BLAS's beta = 1), activation 1 (ReLU) or
+//   2 (GELU, tanh form) is applied last: C = act(A x B + C0 + bias).
+// Buffers of a call: its inputs in order (A, B, then the bias and C0 where present), then the
+// output (C).
 struct LibraryCall {
   std::string op;
   graph::DType dtype = graph::DType::F32;
@@ -66,6 +72,14 @@ struct Prepared {
   std::string error;
 };
 
+// Device work recorded once and replayed as one submission (a CUDA graph); Device::record.
+class Recording {
+ public:
+  virtual ~Recording() = default;
+  // Queues the recorded work again: the same kernels, buffers, dims and library calls.
+  virtual void replay() = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -83,7 +97,51 @@ class Device {
                     const graph::DimValues& dims) = 0;
   // Waits for queued work (a no-op on synchronous devices).
   virtual void synchronize() {}
+
+  // Asynchronous copies: queued behind earlier work, returning at once; `host` must stay as it
+  // is until synchronize(). Synchronous devices copy now.
+  virtual void upload_async(void* device, const void* host, std::size_t bytes) {
+    upload(device, host, bytes);
+  }
+  virtual void download_async(void* host, const void* device, std::size_t bytes) {
+    download(host, device, bytes);
+  }
+  // The device time of the work that `work` queues, in seconds: between two events in the
+  // device's queue where it has them (CUDA), else by the host clock around `work` and a
+  // synchronize. Waits for the work.
+  virtual double time(const std::function<void()>& work) {
+    synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  // Records the work that `work` queues (launches, library calls, device-to-device copies; it
+  // must not synchronize, allocate or transfer from the host) for replay as one submission.
+  // `previous`, a recording of the same steps at other dims or buffers, may be updated in place
+  // and returned (CUDA: cudaGraphExecUpdate, cheaper than a new graph). A device without
+  // capture returns a recording that runs `work` again: on the CPU a launch is a call already.
+  virtual std::unique_ptr<Recording> record(std::function<void()> work,
+                                            std::unique_ptr<Recording> previous = nullptr);
 };
+
+namespace detail {
+// The recording of a device without capture: it runs the work again.
+class RerunRecording final : public Recording {
+ public:
+  explicit RerunRecording(std::function<void()> work) : work_(std::move(work)) {}
+  void replay() override { work_(); }
+
+ private:
+  std::function<void()> work_;
+};
+}  // namespace detail
+
+inline std::unique_ptr<Recording> Device::record(std::function<void()> work,
+                                                 std::unique_ptr<Recording> previous) {
+  (void)previous;
+  return std::make_unique<detail::RerunRecording>(std::move(work));
+}
 
 class Target {
  public:

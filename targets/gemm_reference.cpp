@@ -1,6 +1,9 @@
 // The gemm LibraryCall as loops; see gemm_reference.hpp.
 #include "targets/gemm_reference.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "support/diagnostic.hpp"
 
 namespace kiln::targets {
@@ -34,6 +37,11 @@ GemmShape gemm_shape(const runtime::LibraryCall& call, const graph::DimValues& d
   s.stride_c = param(call, "stride_c", dims, s.m * s.n);
   s.offset_a = param(call, "offset_a", dims, 0);
   s.offset_b = param(call, "offset_b", dims, 0);
+  s.bias = param(call, "bias", dims, 0) != 0;
+  s.accumulate = param(call, "accumulate", dims, 0) != 0;
+  const long long act = param(call, "activation", dims, 0);
+  if (act < 0 || act > 2) throw support::UserError("gemm: unknown activation " + std::to_string(act));
+  s.activation = static_cast<GemmActivation>(act);
   return s;
 }
 
@@ -50,10 +58,28 @@ long long GemmShape::c_elements() const {
   return batch == 0 || m == 0 ? 0 : (batch - 1) * stride_c + (m - 1) * ldc + n;
 }
 
+double gelu_tanh(double x) {
+  const double k = 0.7978845608028654;  // sqrt(2 / pi)
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
 void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,
                     const std::vector<double>& a, const std::vector<double>& b,
                     std::vector<double>& c) {
+  gemm_reference(call, dims, {a, b}, c);
+}
+
+void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,
+                    const std::vector<std::vector<double>>& inputs, std::vector<double>& c) {
   const GemmShape s = gemm_shape(call, dims);
+  KILN_ASSERT(inputs.size() == s.inputs(), "gemm: wrong number of input buffers");
+  const std::vector<double>& a = inputs[0];
+  const std::vector<double>& b = inputs[1];
+  const std::vector<double>* bias = s.bias ? &inputs[2] : nullptr;
+  const std::vector<double>* c0 = s.accumulate ? &inputs.back() : nullptr;
+  KILN_ASSERT((!bias || static_cast<long long>(bias->size()) >= s.n) &&
+                  (!c0 || static_cast<long long>(c0->size()) >= s.c_elements()),
+              "gemm: bias or C0 buffer too small");
   KILN_ASSERT(static_cast<long long>(a.size()) >= s.a_elements() &&
                   static_cast<long long>(b.size()) >= s.b_elements() &&
                   static_cast<long long>(c.size()) >= s.c_elements(),
@@ -69,7 +95,12 @@ void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& di
                                                 (s.trans_b ? j * s.ldb + q : q * s.ldb + j))];
           sum += x * y;
         }
-        c[static_cast<std::size_t>(p * s.stride_c + i * s.ldc + j)] = sum;
+        const auto at = static_cast<std::size_t>(p * s.stride_c + i * s.ldc + j);
+        if (c0) sum += (*c0)[at];
+        if (bias) sum += (*bias)[static_cast<std::size_t>(j)];
+        if (s.activation == GemmActivation::Relu) sum = std::max(sum, 0.0);
+        if (s.activation == GemmActivation::Gelu) sum = gelu_tanh(sum);
+        c[at] = sum;
       }
     }
   }

@@ -10,14 +10,31 @@
 namespace kiln::targets {
 
 // Reads A and B (as doubles) and writes C (as doubles), sized by the call's params at `dims`.
+// A call with an epilogue (bias, accumulate) needs the overload below.
 void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,
                     const std::vector<double>& a, const std::vector<double>& b,
                     std::vector<double>& c);
+// Any gemm call: `inputs` are the call's input buffers in order (A, B, then the bias and the
+// accumulated C0 where the call has them).
+void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,
+                    const std::vector<std::vector<double>>& inputs, std::vector<double>& c);
+
+// The activation a gemm call's epilogue applies last ("activation" param).
+enum class GemmActivation { None = 0, Relu = 1, Gelu = 2 };
+// GELU as cuBLASLt computes it (the tanh approximation).
+double gelu_tanh(double x);
 
 // The params of a gemm call evaluated at `dims`.
 struct GemmShape {
   long long batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c, offset_a, offset_b;
   bool trans_a, trans_b;
+  // The epilogue: C = act(A x B + C0 + bias), C0 an input laid out like C (accumulate, i.e.
+  // BLAS's beta = 1), bias n elements added to every row.
+  bool bias = false, accumulate = false;
+  GemmActivation activation = GemmActivation::None;
+  bool plain() const { return !bias && !accumulate && activation == GemmActivation::None; }
+  // The input buffers of the call: A, B, then the bias and C0 where present.
+  std::size_t inputs() const { return 2 + (bias ? 1 : 0) + (accumulate ? 1 : 0); }
   // Elements each operand spans (the buffer size a call needs).
   long long a_elements() const;
   long long b_elements() const;

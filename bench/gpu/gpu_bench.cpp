@@ -9,7 +9,12 @@
 //   softmax N       softmax over the rows of a [N, N] matrix
 //   matmul N        [N, N] x [N, N];  matmul_bf16 N the same in bf16
 //   attention N D   softmax(q k^T / sqrt(D) + causal mask) v, q, k, v [N, D]
+//   gemm_op N RUNS LIBRARY, gemm_op_bf16 ...   the target's "gemm" library call on [N, N] x
+//                   [N, N] itself (no search), timed around each call with the device
+//                   synchronized; LIBRARY is the call's "library" param (CUDA: 1 cuBLAS,
+//                   2 cuBLASLt; 0 leaves it out)
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -51,6 +56,39 @@ void build(GraphBuilder& b, const std::string& name, std::int64_t n, std::int64_
   }
 }
 
+// The median time of the target's gemm call on [n, n] x [n, n], in seconds.
+double time_gemm_op(runtime::Target& target, DType dtype, std::int64_t n, int runs,
+                    long long library) {
+  runtime::LibraryCall call;
+  call.op = "gemm";
+  call.dtype = dtype;
+  call.params = {{"m", graph::Expr(n)}, {"n", graph::Expr(n)}, {"k", graph::Expr(n)}};
+  if (library != 0) call.params["library"] = graph::Expr(library);
+  if (!target.supports(call)) {
+    throw support::UserError("target " + target.name() + " has no such gemm call");
+  }
+  runtime::Device& device = target.device();
+  const std::size_t bytes = static_cast<std::size_t>(n * n) * graph::dtype_size(dtype);
+  std::vector<void*> buffers;
+  const std::vector<std::byte> zeros(bytes, std::byte{0});
+  for (int i = 0; i < 3; ++i) {
+    buffers.push_back(device.allocate(bytes));
+    device.upload(buffers.back(), zeros.data(), bytes);
+  }
+  device.call(call, buffers, {});  // warm up (and the measured choice of library, if any)
+  device.synchronize();
+  std::vector<double> times;
+  for (int r = 0; r < std::max(1, runs); ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    device.call(call, buffers, {});
+    device.synchronize();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  for (void* b : buffers) device.release(b);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,6 +101,14 @@ int main(int argc, char** argv) {
     const std::int64_t n = std::stoll(argv[3]);
     const int runs = argc > 4 ? std::stoi(argv[4]) : 10;
     const std::int64_t d = argc > 5 ? std::stoll(argv[5]) : 64;
+    if (name == "gemm_op" || name == "gemm_op_bf16") {
+      std::unique_ptr<runtime::Target> target = targets::make_target(argv[1]);
+      const double seconds = time_gemm_op(*target, name == "gemm_op" ? DType::F32 : DType::BF16,
+                                          n, runs, d == 64 && argc <= 5 ? 0 : d);
+      std::printf("%s %lld median_ms %.4f steps 1\n", name.c_str(), static_cast<long long>(n),
+                  seconds * 1e3);
+      return 0;
+    }
     GraphBuilder b;
     build(b, name, n, d);
     const graph::Graph& g = b.graph();

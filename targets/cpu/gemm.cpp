@@ -133,7 +133,11 @@ void gemm_typed(const GemmShape& s, const std::vector<void*>& buffers) {
 }  // namespace
 
 bool gemm_supported(const runtime::LibraryCall& call) {
-  return call.op == "gemm" && (call.dtype == graph::DType::F32 || call.dtype == graph::DType::F64);
+  // No epilogue params: OpenBLAS's gemm computes the plain product only.
+  const bool plain = !call.params.count("bias") && !call.params.count("accumulate") &&
+                     !call.params.count("activation");
+  return call.op == "gemm" && plain &&
+         (call.dtype == graph::DType::F32 || call.dtype == graph::DType::F64);
 }
 
 void gemm_cpu(const runtime::LibraryCall& call, const std::vector<void*>& buffers,

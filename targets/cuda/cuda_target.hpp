@@ -19,7 +19,10 @@ class CudaTarget final : public runtime::Target {
   std::string unavailable() const override { return reason_; }
   const runtime::Capabilities& capabilities() const override { return capabilities_; }
   bool supports(const graph::Body&) const override { return reason_.empty(); }
-  bool supports(const runtime::LibraryCall&) const override { return false; }
+  // targets/cuda/rules/*.egg in name order ($KILN_CUDA_RULES_DIR overrides the folder).
+  std::vector<std::filesystem::path> rule_files() const override;
+  // A gemm cuBLAS or cuBLASLt can run, on a device, with the libraries loaded.
+  bool supports(const runtime::LibraryCall& call) const override;
   std::vector<runtime::Prepared> prepare(const std::vector<graph::Body>& bodies) override;
   // Body i under schedules[i], compiled by NVRTC in translation units of a few dozen kernels,
   // in parallel (then loaded if a device is present). `cubins`, when given, receives the

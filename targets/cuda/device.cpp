@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "support/diagnostic.hpp"
+#include "targets/gpu/tuned_kernel.hpp"
 
 namespace kiln::targets::cuda {
 
@@ -29,11 +30,51 @@ CudaKernel::CudaKernel(graph::Body body, std::shared_ptr<Library> library, cudaK
     : Kernel(std::move(body)), library_(std::move(library)), kernel_(kernel),
       source_(std::move(source)), groups_(source_.groups, source_.dims, kMaxGroups) {}
 
+namespace {
+
+// A CUDA graph of captured work, instantiated for launch on the device's stream.
+class CudaRecording final : public runtime::Recording {
+ public:
+  CudaRecording(cudaGraph_t graph, cudaGraphExec_t exec, cudaStream_t stream)
+      : graph_(graph), exec_(exec), stream_(stream) {}
+  ~CudaRecording() override {
+    cudaGraphExecDestroy(exec_);
+    cudaGraphDestroy(graph_);
+  }
+  CudaRecording(const CudaRecording&) = delete;
+  CudaRecording& operator=(const CudaRecording&) = delete;
+  void replay() override { check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+  // Takes `graph`'s parameters (kernel arguments, grid sizes) if its topology is this one's.
+  bool update(cudaGraph_t graph) {
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(exec_, graph, &info) != cudaSuccess) {
+      cudaGetLastError();  // clear the failed update's error
+      return false;
+    }
+    cudaGraphDestroy(graph_);
+    graph_ = graph;
+    return true;
+  }
+
+ private:
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
 CudaDevice::~CudaDevice() {
+  blas_.reset();
+  if (start_) cudaEventDestroy(start_);
+  if (stop_) cudaEventDestroy(stop_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void CudaDevice::open() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+void CudaDevice::open() {
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  blas_ = std::make_unique<Blas>(stream_);
+}
 
 void* CudaDevice::allocate(std::size_t bytes) {
   void* p = nullptr;
@@ -80,6 +121,10 @@ void CudaDevice::copy(void* to, const void* from, std::size_t bytes) {
 
 void CudaDevice::launch(const runtime::Kernel& kernel, const std::vector<void*>& buffers,
                         const std::vector<long long>& dims) {
+  if (const auto* tuned = dynamic_cast<const gpu::TunedKernel*>(&kernel)) {
+    launch(tuned->pick(*this, buffers, dims), buffers, dims);
+    return;
+  }
   const auto& k = static_cast<const CudaKernel&>(kernel);
   KILN_ASSERT(buffers.size() == kernel.body().inputs().size() + 1,
               "cuda launch: wrong number of buffers");
@@ -99,9 +144,60 @@ void CudaDevice::launch(const runtime::Kernel& kernel, const std::vector<void*>&
         "cudaLaunchKernel");
 }
 
-void CudaDevice::call(const runtime::LibraryCall& call, const std::vector<void*>&,
-                      const graph::DimValues&) {
-  throw support::UserError("cuda: no library op " + call.op + " in this build");
+void CudaDevice::call(const runtime::LibraryCall& call, const std::vector<void*>& buffers,
+                      const graph::DimValues& dims) {
+  if (call.op != "gemm") throw support::UserError("cuda: no library op " + call.op);
+  KILN_ASSERT(blas_, "cuda call: the device is not open");
+  blas_->gemm(call, buffers, dims);
+}
+
+void CudaDevice::upload_async(void* device, const void* host, std::size_t bytes) {
+  if (!bytes) return;
+  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+}
+
+void CudaDevice::download_async(void* host, const void* device, std::size_t bytes) {
+  if (!bytes) return;
+  check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+}
+
+double CudaDevice::time(const std::function<void()>& work) {
+  if (!start_) {
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+  work();
+  check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+  check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+  return ms * 1e-3;
+}
+
+std::unique_ptr<runtime::Recording> CudaDevice::record(
+    std::function<void()> work, std::unique_ptr<runtime::Recording> previous) {
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture");
+  cudaGraph_t graph = nullptr;
+  try {
+    work();
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);  // leave capture mode before reporting
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
+  if (auto* old = dynamic_cast<CudaRecording*>(previous.get()); old && old->update(graph)) {
+    return previous;
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  if (e != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    check(e, "cudaGraphInstantiate");
+  }
+  return std::make_unique<CudaRecording>(graph, exec, stream_);
 }
 
 void CudaDevice::synchronize() { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }

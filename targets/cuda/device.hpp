@@ -1,13 +1,17 @@
 // The CUDA device through the CUDA runtime API (cudart; no driver library is linked): device
-// memory, copies and launches on one stream, kernels loaded from cubins with cudaLibrary*.
+// memory, copies (synchronous and queued) and launches on one stream, kernels loaded from cubins
+// with cudaLibrary*, the gemm library op on cuBLAS / cuBLASLt (blas.hpp) on the same stream,
+// device-side timing by events, and capture of queued work into CUDA graphs for replay.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "runtime/target.hpp"
+#include "targets/cuda/blas.hpp"
 #include "targets/gpu/launch.hpp"
 #include "targets/gpu/render.hpp"
 
@@ -61,9 +65,19 @@ class CudaDevice final : public runtime::Device {
   void call(const runtime::LibraryCall& call, const std::vector<void*>& buffers,
             const graph::DimValues& dims) override;
   void synchronize() override;
+  void upload_async(void* device, const void* host, std::size_t bytes) override;
+  void download_async(void* host, const void* device, std::size_t bytes) override;
+  // Between two CUDA events recorded on the stream.
+  double time(const std::function<void()>& work) override;
+  // Stream capture into a CUDA graph, instantiated; `previous` updated in place with
+  // cudaGraphExecUpdate when the new graph has its topology (changed dims or buffers).
+  std::unique_ptr<runtime::Recording> record(
+      std::function<void()> work, std::unique_ptr<runtime::Recording> previous) override;
 
  private:
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;  // for time()
+  std::unique_ptr<Blas> blas_;  // made with the stream; cuBLAS is opened on the first call
   std::vector<void*> args_;  // a launch's argument pointers, reused
   std::vector<void*> pointers_;
   std::vector<long long> values_;

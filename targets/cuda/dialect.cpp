@@ -33,6 +33,14 @@ std::string CudaDialect::local_array(const std::string& type, const std::string&
   return "__shared__ " + type + " " + name + "[" + std::to_string(size) + "];";
 }
 
+std::string CudaDialect::shuffle_xor(const std::string& type, const std::string& value,
+                                     const std::string& lane_mask) const {
+  // Every lane of the warp takes part (the renderer calls it in group-uniform code).
+  const std::string call = "__shfl_xor_sync(0xffffffffu, ";
+  if (type == "unsigned char") return "(unsigned char)" + call + "(int)(" + value + "), (int)(" + lane_mask + "))";
+  return call + value + ", (int)(" + lane_mask + "))";
+}
+
 std::string CudaDialect::nan(bool f64) const {
   return f64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
 }

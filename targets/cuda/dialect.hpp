@@ -1,5 +1,5 @@
 // CUDA C++ as a GPU dialect (targets/gpu/dialect.hpp): `extern "C" __global__` kernels taking
-// device pointers, __shared__ arrays, __syncthreads, cuda_fp16.h halves.
+// device pointers, __shared__ arrays, __syncthreads, warp shuffles, cuda_fp16.h halves.
 #pragma once
 
 #include "targets/gpu/dialect.hpp"
@@ -20,6 +20,8 @@ class CudaDialect final : public gpu::Dialect {
   std::string group_count() const override { return "(kiln_i64)gridDim.x"; }
   std::string barrier() const override { return "__syncthreads()"; }
   std::string math(const std::string& fn, bool f64) const override { return f64 ? fn : fn + "f"; }
+  std::string shuffle_xor(const std::string& type, const std::string& value,
+                          const std::string& lane_mask) const override;
   std::string half_type() const override { return "__half"; }
   std::string nan(bool f64) const override;
   std::string infinity(bool f64) const override;

@@ -2,12 +2,14 @@
 #include "targets/cuda/target.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "support/diagnostic.hpp"
 #include "targets/cuda/cuda_target.hpp"
 #include "targets/gpu/codegen_version.hpp"
 #include "targets/gpu/render.hpp"
+#include "targets/gpu/tuned_kernel.hpp"
 
 namespace kiln::targets {
 
@@ -47,9 +49,26 @@ CudaTarget::CudaTarget() : compiler_(device_arch()) {
   reason_ = probe(arch);
   capabilities_.dtypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
                           DType::I32, DType::I64, DType::Bool, DType::U8};
+  capabilities_.library_ops = {"gemm"};
   capabilities_.host_memory = false;
   capabilities_.survives_fork = false;
   if (reason_.empty()) device_.open();
+}
+
+std::vector<std::filesystem::path> CudaTarget::rule_files() const {
+  const char* env = std::getenv("KILN_CUDA_RULES_DIR");
+  const std::filesystem::path dir = env && *env ? env : KILN_CUDA_RULES_DIR;
+  std::vector<std::filesystem::path> files;
+  if (!std::filesystem::is_directory(dir)) return files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".egg") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool CudaTarget::supports(const runtime::LibraryCall& call) const {
+  return reason_.empty() && blas_supports(call) && load_blas().empty();
 }
 
 std::string CudaTarget::fingerprint() const {
@@ -57,9 +76,11 @@ std::string CudaTarget::fingerprint() const {
 }
 
 std::vector<runtime::Prepared> CudaTarget::prepare(const std::vector<graph::Body>& bodies) {
-  std::vector<gpu::Schedule> schedules;
-  for (const graph::Body& body : bodies) schedules.push_back(gpu::default_schedule(body));
-  return prepare(bodies, schedules);
+  // Each body under a few schedules, the fastest picked on the device (tuned_kernel.hpp).
+  return gpu::prepare_tuned(bodies, [this](const std::vector<graph::Body>& b,
+                                           const std::vector<gpu::Schedule>& s) {
+    return prepare(b, s);
+  });
 }
 
 std::vector<runtime::Prepared> CudaTarget::prepare(const std::vector<graph::Body>& bodies,

@@ -46,6 +46,12 @@ class Dialect {
   virtual std::string barrier() const = 0;
   // The name of math function `fn` (exp2, log2, sin, sqrt, fmod) for float or double.
   virtual std::string math(const std::string& fn, bool f64) const = 0;
+  // The value of `value` (of compute type `type`) held by the thread whose index in its
+  // sub-group of kSubGroup (schedule.hpp) is this one's xor `lane_mask`, as an expression; every
+  // thread of the sub-group evaluates it together. Empty when the language or device has no
+  // such exchange: the renderer then exchanges through local memory.
+  virtual std::string shuffle_xor(const std::string& type, const std::string& value,
+                                  const std::string& lane_mask) const = 0;
   // The element type of an f16 buffer.
   virtual std::string half_type() const = 0;
   // NaN and +infinity of float or double.

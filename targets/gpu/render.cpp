@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "support/diagnostic.hpp"
@@ -303,7 +304,9 @@ class Renderer {
     line(indent, "}");
     std::map<std::size_t, std::string> state;
     for (std::size_t k = 0; k < states; ++k) state[k] = acc + std::to_string(k);
-    if (group) {
+    if (group && schedule_.warp_reduce) {
+      emit_sub_group_reduce(id, indent, acc);
+    } else if (group) {
       // The partial states meet in local memory; each level halves them.
       const std::string shared = "kiln_s" + std::to_string(id) + "_";
       for (std::size_t k = 0; k < states; ++k) {
@@ -328,6 +331,79 @@ class Renderer {
     }
     line(indent, std::string("const ") + type + " v" + std::to_string(id) + " = " +
                      value(m.finalize, &state) + ";");
+  }
+
+  // The group's partial states acc_k folded by sub-groups: a butterfly of lane exchanges in
+  // each sub-group, one partial per sub-group into local memory, one barrier, and every
+  // sub-group folds those partials (padded with the identity) the same way. Every thread ends
+  // with the group's state in acc_k.
+  void emit_sub_group_reduce(ScalarId id, std::size_t indent, const std::string& acc) {
+    const Scalar& s = nodes_[id];
+    const Monoid& m = body_.monoids().at(s.slot);
+    const char* type = compute_type(s.dtype);
+    const std::size_t states = m.identity.size();
+    const int width = kSubGroup;
+    const int parts = schedule_.block / width;
+    const std::string lane = "(" + std::string(kThread) + " % " + std::to_string(width) + ")";
+    const std::string shared = "kiln_s" + std::to_string(id) + "_";
+    for (std::size_t k = 0; k < states; ++k) {
+      locals_.push_back(d_.local_array(type, shared + std::to_string(k), parts));
+    }
+    emit_butterfly(id, indent, acc);
+    line(indent, "if (" + lane + " == 0) {");
+    for (std::size_t k = 0; k < states; ++k) {
+      line(indent + 1, shared + std::to_string(k) + "[" + kThread + " / " +
+                           std::to_string(width) + "] = " + acc + std::to_string(k) + ";");
+    }
+    line(indent, "}");
+    line(indent, d_.barrier() + ";");
+    for (std::size_t k = 0; k < states; ++k) {
+      line(indent, acc + std::to_string(k) + " = " + lane + " < " + std::to_string(parts) + " ? " +
+                       shared + std::to_string(k) + "[" + lane + "] : " +
+                       literal(m.identity[k], s.dtype) + ";");
+    }
+    emit_butterfly(id, indent, acc);
+  }
+
+  // acc_k = combine(acc_k, the partner lane's acc_k) for lane masks kSubGroup/2 .. 1. Without
+  // the dialect's exchange, through a local array of the group's size and two barriers a step.
+  void emit_butterfly(ScalarId id, std::size_t indent, const std::string& acc) {
+    const Scalar& s = nodes_[id];
+    const std::size_t states = body_.monoids().at(s.slot).identity.size();
+    const char* type = compute_type(s.dtype);
+    const bool native = !d_.shuffle_xor(type, "x", "1").empty();
+    const std::string x = "kiln_x" + std::to_string(id) + "_";
+    if (!native && exchange_declared_.insert(id).second) {
+      for (std::size_t k = 0; k < states; ++k) {
+        locals_.push_back(d_.local_array(type, x + std::to_string(k), schedule_.block));
+      }
+    }
+    line(indent, "for (int kiln_m = " + std::to_string(kSubGroup / 2) +
+                     "; kiln_m > 0; kiln_m /= 2) {");
+    std::map<std::size_t, std::string> pair;
+    for (std::size_t k = 0; k < states; ++k) {
+      const std::string mine = acc + std::to_string(k);
+      const std::string theirs = "o" + std::to_string(id) + "_" + std::to_string(k);
+      if (native) {
+        line(indent + 1, std::string("const ") + type + " " + theirs + " = " +
+                             d_.shuffle_xor(type, mine, "kiln_m") + ";");
+      } else {
+        line(indent + 1, x + std::to_string(k) + "[" + kThread + "] = " + mine + ";");
+      }
+      pair[k] = mine;
+      pair[states + k] = theirs;
+    }
+    if (!native) {
+      line(indent + 1, d_.barrier() + ";");
+      for (std::size_t k = 0; k < states; ++k) {
+        line(indent + 1, std::string("const ") + type + " o" + std::to_string(id) + "_" +
+                             std::to_string(k) + " = " + x + std::to_string(k) + "[" + kThread +
+                             " ^ kiln_m];");
+      }
+      line(indent + 1, d_.barrier() + ";");  // all read before the next step writes
+    }
+    emit_combine(id, indent + 1, pair, acc);
+    line(indent, "}");
   }
 
   // target_k = combine_k(args) for every state component (all read before any is written).
@@ -471,6 +547,7 @@ class Renderer {
   const Dialect& d_;
   NodeHomes homes_;
   std::vector<std::string> locals_;
+  std::set<ScalarId> exchange_declared_;  // reductions whose exchange arrays are declared
   std::ostringstream body_text_;
 };
 

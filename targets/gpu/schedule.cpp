@@ -57,7 +57,7 @@ std::optional<std::int64_t> constant_product(const Body& body, std::size_t begin
 std::string schedule_tag(const Schedule& s) {
   if (s.mapping == Mapping::ThreadPerOutput) return "t" + std::to_string(s.block);
   return "g" + std::to_string(s.group_loops) + "b" + std::to_string(s.block) +
-         (s.group_reduce ? "r" : "");
+         (s.group_reduce ? "r" : "") + (s.warp_reduce ? "w" : "");
 }
 
 std::size_t serial_prefix(const Body& body) {
@@ -71,6 +71,10 @@ std::size_t serial_prefix(const Body& body) {
 std::string schedule_problem(const Body& body, const Schedule& s) {
   if (s.block < 1 || s.block > 1024 || (s.block & (s.block - 1)) != 0) {
     return "block " + std::to_string(s.block) + " is not a power of two in [1, 1024]";
+  }
+  if (s.warp_reduce && (!s.group_reduce || s.block < kSubGroup)) {
+    return "a sub-group reduction needs group_reduce and a block of at least " +
+           std::to_string(kSubGroup);
   }
   const std::size_t loops = body.loops().size();
   if (serial_prefix(body) > 0) {
@@ -133,6 +137,12 @@ std::vector<Schedule> schedule_choices(const Body& body) {
     add({Mapping::GroupPerRow, 0, 32, false});
     return out;
   }
+  // The default's group reduction by sub-groups, and with a wider group, come first: they are
+  // what a tuned kernel (tuned_kernel.hpp) tries within its few variants.
+  if (const Schedule& d = out.front(); d.group_reduce) {
+    add({Mapping::GroupPerRow, d.group_loops, std::max(d.block, kSubGroup), true, true});
+    add({Mapping::GroupPerRow, d.group_loops, 1024, true, true});
+  }
   const std::size_t loops = body.loops().size();
   add({Mapping::ThreadPerOutput, 0, 64, false});
   add({Mapping::ThreadPerOutput, 0, 256, false});
@@ -146,6 +156,8 @@ std::vector<Schedule> schedule_choices(const Body& body) {
     if (!reductions.empty()) {
       add({Mapping::GroupPerRow, k, 32, true});
       add({Mapping::GroupPerRow, k, 256, true});
+      add({Mapping::GroupPerRow, k, 256, true, true});
+      add({Mapping::GroupPerRow, k, 1024, true, true});
     }
     add({Mapping::GroupPerRow, k, 64, false});
   }

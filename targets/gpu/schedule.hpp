@@ -11,7 +11,11 @@
 //   sum, a long dot product when k covers every loop) is folded by all the group's threads
 //   first, each over a strided part of its range, then merged by a tree through local (shared)
 //   memory with a barrier per level, and every thread reads the result. Pays when rows are long
-//   and few.
+//   and few. With `warp_reduce` as well, the partial states are first folded inside each
+//   sub-group of kSubGroup threads by lane exchanges (a butterfly: CUDA's __shfl_xor_sync; a
+//   dialect without them exchanges through local memory), one partial per sub-group meets in
+//   local memory after one barrier, and every sub-group folds those the same way: two
+//   exchange stages and one barrier instead of a barrier per tree level.
 //
 // A Body with a serial output loop (Scatter: the last write to a row wins) runs as one group:
 // its loops up to the last serial one run in order on every thread, a barrier after each
@@ -30,16 +34,20 @@ namespace kiln::targets::gpu {
 
 enum class Mapping { ThreadPerOutput, GroupPerRow };
 
+// Threads of a sub-group (a CUDA warp) in the warp_reduce schedule.
+inline constexpr int kSubGroup = 32;
+
 struct Schedule {
   Mapping mapping = Mapping::ThreadPerOutput;
   std::size_t group_loops = 0;  // GroupPerRow: the leading output loops mapped to groups
   int block = 256;              // threads per work-group, a power of two
   bool group_reduce = false;    // GroupPerRow: per-row reductions folded by the whole group
+  bool warp_reduce = false;     // group_reduce by sub-group exchanges (block >= kSubGroup)
   friend bool operator==(const Schedule&, const Schedule&) = default;
 };
 
 // A short deterministic name, part of kernel names: `t256`, `g2b128r` (rows 2, block 128,
-// group reduce).
+// group reduce), `g1b256rw` (by sub-group exchanges).
 std::string schedule_tag(const Schedule& schedule);
 
 // Why `schedule` cannot be used for `body` (empty if it can): a collapsed loop whose extent
@@ -51,7 +59,8 @@ std::string schedule_problem(const graph::Body& body, const Schedule& schedule);
 // output otherwise.
 Schedule default_schedule(const graph::Body& body);
 
-// The schedules a search may try for `body` (every one valid; the default first).
+// The schedules a search may try for `body` (every one valid; the default first, then its
+// sub-group variants).
 std::vector<Schedule> schedule_choices(const graph::Body& body);
 
 // How many work-groups to launch, as an Expr over the kernel's dims. The kernels stride, so a

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "support/diagnostic.hpp"
+#include "targets/gpu/tuned_kernel.hpp"
 
 namespace kiln::targets::opencl {
 
@@ -97,6 +98,10 @@ void OpenClDevice::copy(void* to, const void* from, std::size_t bytes) {
 
 void OpenClDevice::launch(const runtime::Kernel& kernel, const std::vector<void*>& buffers,
                           const std::vector<long long>& dims) {
+  if (const auto* tuned = dynamic_cast<const gpu::TunedKernel*>(&kernel)) {
+    launch(tuned->pick(*this, buffers, dims), buffers, dims);
+    return;
+  }
   const auto& k = static_cast<const OpenClKernel&>(kernel);
   KILN_ASSERT(buffers.size() == kernel.body().inputs().size() + 1,
               "opencl launch: wrong number of buffers");

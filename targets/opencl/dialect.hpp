@@ -20,6 +20,12 @@ class OpenClDialect final : public gpu::Dialect {
   std::string group_count() const override { return "(kiln_i64)get_num_groups(0)"; }
   std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)"; }
   std::string math(const std::string& fn, bool) const override { return fn; }
+  // Sub-group exchanges (cl_khr_subgroup_shuffle) are not assumed: PoCL has no sub-groups, and
+  // their size varies between devices. The renderer exchanges through local memory instead.
+  std::string shuffle_xor(const std::string&, const std::string&,
+                          const std::string&) const override {
+    return "";
+  }
   std::string half_type() const override { return "half"; }
   std::string nan(bool f64) const override { return f64 ? "(double)NAN" : "NAN"; }
   std::string infinity(bool f64) const override { return f64 ? "(double)INFINITY" : "INFINITY"; }

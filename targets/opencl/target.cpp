@@ -6,6 +6,7 @@
 #include "support/diagnostic.hpp"
 #include "targets/gpu/codegen_version.hpp"
 #include "targets/gpu/render.hpp"
+#include "targets/gpu/tuned_kernel.hpp"
 #include "targets/opencl/opencl_target.hpp"
 
 namespace kiln::targets {
@@ -46,9 +47,11 @@ std::string OpenClTarget::fingerprint() const {
 }
 
 std::vector<runtime::Prepared> OpenClTarget::prepare(const std::vector<graph::Body>& bodies) {
-  std::vector<gpu::Schedule> schedules;
-  for (const graph::Body& body : bodies) schedules.push_back(gpu::default_schedule(body));
-  return prepare(bodies, schedules);
+  // Each body under a few schedules, the fastest picked on the device (tuned_kernel.hpp).
+  return gpu::prepare_tuned(bodies, [this](const std::vector<graph::Body>& b,
+                                           const std::vector<gpu::Schedule>& s) {
+    return prepare(b, s);
+  });
 }
 
 std::vector<runtime::Prepared> OpenClTarget::prepare(const std::vector<graph::Body>& bodies,

@@ -39,15 +39,15 @@ class ReferenceDevice final : public HostDevice {
   void call(const runtime::LibraryCall& call, const std::vector<void*>& buffers,
             const graph::DimValues& dims) override {
     if (call.op != "gemm") throw support::UserError("reference: no library op " + call.op);
-    KILN_ASSERT(buffers.size() == 3, "gemm: needs A, B and C");
     const GemmShape s = gemm_shape(call, dims);
-    std::vector<double> a = read(buffers[0], call.dtype);
-    std::vector<double> b = read(buffers[1], call.dtype);
-    std::vector<double> c = read(buffers[2], call.dtype);
+    KILN_ASSERT(buffers.size() == s.inputs() + 1, "gemm: needs its inputs and C");
+    std::vector<std::vector<double>> inputs;
+    for (std::size_t k = 0; k < s.inputs(); ++k) inputs.push_back(read(buffers[k], call.dtype));
+    std::vector<double> c = read(buffers.back(), call.dtype);
     KILN_ASSERT(static_cast<long long>(c.size()) >= s.c_elements(), "gemm: C too small");
     c.resize(static_cast<std::size_t>(s.c_elements()));
-    gemm_reference(call, dims, a, b, c);
-    write(buffers[2], c, call.dtype);
+    gemm_reference(call, dims, inputs, c);
+    write(buffers.back(), c, call.dtype);
   }
 
  private:

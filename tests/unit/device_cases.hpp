@@ -138,22 +138,25 @@ inline void check_example_cases(runtime::Device& device, const ScheduledPrepare&
   check_cases(device, cases, schedules, prepare);
 }
 
-// Every schedule choice of every conformance Body: group reductions through local memory and
-// the serial one-group form (Scatter) among them.
+// Every schedule choice of every conformance Body: group reductions through local memory, by
+// sub-group exchanges, and the serial one-group form (Scatter) among them.
 inline void check_conformance_choices(runtime::Device& device, const ScheduledPrepare& prepare) {
   std::vector<BodyCase> cases;
   std::vector<targets::gpu::Schedule> schedules;
   std::size_t group_reductions = 0;
+  std::size_t sub_group_reductions = 0;
   std::size_t serial = 0;
   for (const BodyCase& c : conformance_cases()) {
     for (const targets::gpu::Schedule& s : targets::gpu::schedule_choices(c.body)) {
       cases.push_back(c);
       schedules.push_back(s);
       group_reductions += s.group_reduce;
+      sub_group_reductions += s.warp_reduce;
       serial += targets::gpu::serial_prefix(c.body) > 0;
     }
   }
   CHECK(group_reductions > 20);
+  CHECK(sub_group_reductions > 10);
   CHECK(serial > 0);
   check_cases(device, cases, schedules, prepare);
 }
@@ -194,6 +197,32 @@ inline void check_examples_end_to_end(runtime::Target& target) {
     }
   }
   CHECK(outputs > 10);
+}
+
+// The mlp example through an executor that replays recordings (CUDA graphs on CUDA), at dims
+// that change and come back: every run agrees with the interpreter.
+inline void check_replay_changing_dims(runtime::Target& target) {
+  graph::GraphBuilder gb;
+  examples::find_example("mlp")->build(gb);
+  const graph::Graph& g = gb.graph();
+  const runtime::Llir llir = runtime::lower_one_op(g);
+  runtime::Executor executor(llir, target);
+  executor.set_replay(true);
+  unsigned seed = 21;
+  for (std::int64_t batch : {3, 3, 3, 7, 7, 2, 3}) {
+    const graph::DimValues dims{{"batch", batch}};
+    const std::map<std::string, graph::Tensor> inputs = graph::random_inputs(g, dims, seed++);
+    const std::map<std::string, graph::Tensor> want = graph::interpret(g, dims, inputs);
+    const std::map<std::string, graph::Tensor> got = executor.run(dims, inputs);
+    for (graph::NodeId id = 0; id < g.size(); ++id) {
+      const graph::Node& n = g.node(id);
+      if (n.op != graph::Op::Output) continue;
+      INFO("mlp output " << n.name << " at batch " << batch << " on " << target.name());
+      const std::int64_t length = graph::reduction_length(g, g.inputs(id)[0].producer, dims);
+      CHECK(graph::mismatch(got.at(n.name).data, want.at(n.name).data, n.dtype, length) == "");
+    }
+  }
+  CHECK(executor.recordings() == 3);  // batch 3 (second run), 7 (second run), 3 again
 }
 
 }  // namespace kiln::testing

@@ -410,3 +410,28 @@ TEST_CASE("compile: rule files are found by dropping them into the rules folder"
   CHECK(names == std::vector<std::string>{"hlir.egg", "alpha.egg", "fusion/inline.egg", "zeta.egg"});
   fs::remove_all(dir);
 }
+
+TEST_CASE("compile: a Linear layer's bias and ReLU become one gemm call with the epilogue "
+          "(the cuda target's rules, run on the reference target)", "[compile]") {
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(6), Expr(8)});
+  GraphTensor w = b.input("w", {Expr(8), Expr(16)});
+  GraphTensor bias = b.input("b", {Expr(16)});
+  relu(matmul(x, w) + bias).output("y");
+  const fs::path dir = fresh_dir("epilogue");
+  auto target = targets::make_target("reference");
+  compiler::Measurer measurer(*target, dir / "cache");
+  compiler::CompileOptions o = options({});
+  const fs::path cuda_rules = fs::path(KILN_SOURCE_DIR) / "targets" / "cuda" / "rules";
+  o.extra_rules = {cuda_rules / "gemm.egg", cuda_rules / "gemm_epilogue.egg"};
+  const compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, o);
+  // One call computes it all (a Gemm and a kernel for the rest take a second step).
+  REQUIRE(p.llir.num_steps() == 1);
+  const runtime::LibraryCall* call = p.llir.step(0).call();
+  REQUIRE(call != nullptr);
+  CHECK(call->params.at("bias") == Expr(1));
+  CHECK(call->params.at("activation") == Expr(1));
+  CHECK(p.llir.step(0).inputs.size() == 3);  // x, w and the bias
+  CHECK(max_error(b.graph(), p, *target, {}) < 1e-5);
+  fs::remove_all(dir);
+}

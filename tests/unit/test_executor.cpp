@@ -432,3 +432,115 @@ TEST_CASE("executor: a tiny llama decodes with its KV cache on the cpu target",
   const TensorMap want2 = graph::interpret(g, decode, inputs);
   check_same(want2, executor.run(decode, {{"tokens", inputs.at("tokens")}}), g, decode);
 }
+
+namespace {
+
+// The reference target with a device that counts recordings and replays (its recordings run
+// the work again, as a device without capture does), and can refuse to record.
+class CountingDevice final : public runtime::Device {
+ public:
+  explicit CountingDevice(runtime::Device& inner) : inner_(inner) {}
+  void* allocate(std::size_t bytes) override { return inner_.allocate(bytes); }
+  void release(void* b) override { inner_.release(b); }
+  void upload(void* d, const void* h, std::size_t n) override { inner_.upload(d, h, n); }
+  void download(void* h, const void* d, std::size_t n) override { inner_.download(h, d, n); }
+  void copy(void* to, const void* from, std::size_t n) override { inner_.copy(to, from, n); }
+  void launch(const runtime::Kernel& k, const std::vector<void*>& b,
+              const std::vector<long long>& dims) override {
+    ++launches;
+    inner_.launch(k, b, dims);
+  }
+  void call(const runtime::LibraryCall& c, const std::vector<void*>& b,
+            const graph::DimValues& dims) override {
+    inner_.call(c, b, dims);
+  }
+  std::unique_ptr<runtime::Recording> record(
+      std::function<void()> work, std::unique_ptr<runtime::Recording> previous) override {
+    ++records;
+    updates += previous != nullptr;
+    struct Counted final : runtime::Recording {
+      std::function<void()> work;
+      int* replays;
+      void replay() override {
+        ++*replays;
+        work();
+      }
+    };
+    auto r = std::make_unique<Counted>();
+    r->work = std::move(work);
+    r->replays = &replays;
+    return r;
+  }
+  int launches = 0, records = 0, updates = 0, replays = 0;
+
+ private:
+  runtime::Device& inner_;
+};
+
+class CountingTarget final : public runtime::Target {
+ public:
+  CountingTarget() : device_(reference_target().device()) {}
+  std::string name() const override { return "counting"; }
+  const runtime::Capabilities& capabilities() const override {
+    return reference_target().capabilities();
+  }
+  bool supports(const graph::Body& b) const override { return reference_target().supports(b); }
+  bool supports(const runtime::LibraryCall& c) const override {
+    return reference_target().supports(c);
+  }
+  std::vector<runtime::Prepared> prepare(const std::vector<graph::Body>& bodies) override {
+    return reference_target().prepare(bodies);
+  }
+  runtime::Device& device() override { return device_; }
+  CountingDevice device_;
+};
+
+}  // namespace
+
+TEST_CASE("executor: replay records the steps once per dims and buffers, and agrees with "
+          "step-by-step runs", "[runtime][executor]") {
+  // A small layer (the reference target interprets every step).
+  GraphBuilder gb;
+  GraphTensor x = gb.input("x", {Expr::dim("batch"), 6}, DType::F32);
+  GraphTensor w = gb.input("w", {6, 4}, DType::F32);
+  relu(matmul(x, w) + 1.0).output("y");
+  const runtime::Llir llir = runtime::lower_one_op(gb.graph());
+  CountingTarget target;
+  runtime::Executor eager(llir, reference_target());
+  runtime::Executor replayed(llir, target);
+  replayed.set_replay(true);
+  std::mt19937 rng(9);
+  const CountingDevice& dev = target.device_;
+  auto run_both = [&](std::int64_t batch) {
+    const DimValues dims{{"batch", batch}};
+    const TensorMap inputs = random_inputs(gb.graph(), dims, rng, {}, 0.5);
+    const TensorMap want = eager.run(dims, inputs);
+    const TensorMap got = replayed.run(dims, inputs);
+    REQUIRE(want.size() == got.size());
+    for (const auto& [name, t] : want) CHECK(got.at(name).data == t.data);
+  };
+  run_both(3);  // step by step: a kernel's first launch at these dims may tune it
+  CHECK(dev.records == 0);
+  const int steps = dev.launches;
+  CHECK(steps == static_cast<int>(llir.num_steps()));
+  run_both(3);  // recorded, then replayed
+  CHECK(dev.records == 1);
+  CHECK(dev.replays == 1);
+  run_both(3);  // replayed only
+  CHECK(dev.records == 1);
+  CHECK(dev.replays == 2);
+  CHECK(dev.launches == 3 * steps);
+  run_both(5);  // new dims: step by step first
+  CHECK(dev.records == 1);
+  run_both(5);  // recorded again, updating the last recording
+  CHECK(dev.records == 2);
+  CHECK(dev.updates == 1);
+  CHECK(replayed.recordings() == 2);
+  run_both(3);  // back to the first dims: recorded again (one recording is kept)
+  CHECK(dev.records == 3);
+  // A profiled run times each step, so it runs them one by one.
+  runtime::RunProfile profile;
+  replayed.run({{"batch", 3}}, random_inputs(gb.graph(), {{"batch", 3}}, rng, {}, 0.5), &profile);
+  CHECK(profile.steps.size() == llir.num_steps());
+  CHECK(dev.records == 3);
+}

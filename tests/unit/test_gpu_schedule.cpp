@@ -11,6 +11,7 @@
 #include "graph/tensor.hpp"
 #include "targets/gpu/launch.hpp"
 #include "targets/gpu/schedule.hpp"
+#include "targets/gpu/tuned_kernel.hpp"
 #include "tests/unit/graph_fixtures.hpp"
 
 using namespace kiln;
@@ -118,6 +119,36 @@ TEST_CASE("gpu schedule: the choices are valid, distinct, the default first", "[
     CHECK(std::any_of(choices.begin(), choices.end(),
                       [](const Schedule& s) { return s.group_reduce; }) ==
           (std::string(name) != "add"));
+  }
+}
+
+TEST_CASE("gpu schedule: sub-group reductions come right after the default; tuning keeps a "
+          "few", "[gpu]") {
+  GraphBuilder gb;
+  GraphTensor x = gb.input("x", {Expr::dim("seq"), 300}, DType::F32);
+  softmax(x, 1).output("softmax");
+  (x + 1.0).output("add");
+  const Body soft = body_of(gb.graph(), "softmax");
+  const std::vector<Schedule> choices = targets::gpu::schedule_choices(soft);
+  REQUIRE(choices.size() >= 3);
+  REQUIRE(choices[0].group_reduce);
+  CHECK_FALSE(choices[0].warp_reduce);
+  CHECK(choices[1].warp_reduce);
+  CHECK(choices[1].group_loops == choices[0].group_loops);
+  CHECK(targets::gpu::schedule_tag(choices[1]).back() == 'w');
+  const std::vector<Schedule> tuned = targets::gpu::tuning_schedules(soft);
+  CHECK(tuned.size() == std::min(choices.size(), targets::gpu::kTunedVariants));
+  CHECK(tuned[0] == choices[0]);
+  // A sub-group reduction needs a group reduction and a block of at least one sub-group.
+  Schedule bad = choices[1];
+  bad.block = 16;
+  CHECK(targets::gpu::schedule_problem(soft, bad).find("sub-group") != std::string::npos);
+  bad = choices[1];
+  bad.group_reduce = false;
+  CHECK(targets::gpu::schedule_problem(soft, bad).find("sub-group") != std::string::npos);
+  // No reduction: no sub-group variant.
+  for (const Schedule& s : targets::gpu::schedule_choices(body_of(gb.graph(), "add"))) {
+    CHECK_FALSE(s.warp_reduce);
   }
 }
 

@@ -1,17 +1,21 @@
 // targets/opencl, executed (on PoCL in CI): every one-op Body of the examples and every schedule
 // choice of the conformance set runs on the OpenCL device and agrees with the Body interpreter;
 // group reductions (local memory, barriers) and the serial one-group form are among them; kernels
-// prepared once run at changing dims; the examples run end to end through the executor. The
-// executable exits 77 (CTest's skip) when no OpenCL device is present.
+// prepared once run at changing dims; the examples run end to end through the executor, also
+// replaying recorded steps at changing dims; a kernel
+// prepared with several schedules picks the fastest by measurement and agrees with the
+// interpreter. The executable exits 77 (CTest's skip) when no OpenCL device is present.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "targets/gpu/tuned_kernel.hpp"
 #include "targets/opencl/opencl_target.hpp"
 #include "targets/registry.hpp"
 #include "tests/unit/device_cases.hpp"
@@ -45,8 +49,34 @@ TEST_CASE("opencl: the examples end to end agree with the interpreter", "[opencl
   kiln::testing::check_examples_end_to_end(target());
 }
 
+TEST_CASE("opencl: replayed recordings at changing dims agree with the interpreter", "[opencl]") {
+  kiln::testing::check_replay_changing_dims(target());
+}
+
 TEST_CASE("opencl: kernels prepared once run at changing dims", "[opencl]") {
   kiln::testing::check_changing_dims(target().device(), prepare);
+}
+
+TEST_CASE("opencl: a kernel under several schedules measures them and runs the fastest",
+          "[opencl]") {
+  using kiln::testing::BodyCase;
+  for (const BodyCase& c : kiln::testing::conformance_cases()) {
+    const std::vector<targets::gpu::Schedule> tried = targets::gpu::tuning_schedules(c.body);
+    if (tried.size() < 2) continue;
+    INFO(c.label);
+    const std::vector<runtime::Prepared> p = target().prepare({c.body});
+    REQUIRE(p[0].kernel);
+    const auto* tuned = dynamic_cast<const targets::gpu::TunedKernel*>(p[0].kernel.get());
+    REQUIRE(tuned);
+    CHECK(tuned->variants().size() == tried.size());
+    std::vector<long long> dims;
+    for (const std::string& d : tuned->dims()) dims.push_back(c.dims.at(d));
+    CHECK(tuned->picked(dims) == nullptr);
+    kiln::testing::run_cases(target().device(), {c}, p, "tuned");
+    const targets::gpu::Schedule* picked = tuned->picked(dims);
+    REQUIRE(picked);
+    CHECK(std::find(tried.begin(), tried.end(), *picked) != tried.end());
+  }
 }
 
 TEST_CASE("opencl: the registry makes the target, which has no library ops", "[opencl]") {
