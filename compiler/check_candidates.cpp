@@ -1,6 +1,7 @@
 // The check phase; see check_candidates.hpp.
 #include "compiler/check_candidates.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "graph/body_bounds.hpp"
@@ -50,6 +51,27 @@ std::string prove_in_bounds(const CandidateInfo& c, ClassValues& values,
   return "";
 }
 
+// "" when the target says it can run the candidate: its library op is one of the target's, and
+// a kernel's buffers have dtypes the target's kernels handle; else why not. A target without a
+// library op (OpenCL has no gemm) then drops such candidates here, before sizing and preparing.
+std::string unsupported_by(const runtime::Capabilities& can, const CandidateInfo& c) {
+  auto has = [](const auto& list, const auto& x) {
+    return std::find(list.begin(), list.end(), x) != list.end();
+  };
+  if (const auto* call = std::get_if<runtime::LibraryCall>(&c.op)) {
+    return has(can.library_ops, call->op) ? "" : "the target has no library op '" + call->op + "'";
+  }
+  const graph::Body& body = std::get<graph::Body>(c.op);
+  std::vector<graph::DType> dtypes = body.inputs();
+  dtypes.push_back(body.dtype());
+  for (graph::DType t : dtypes) {
+    if (!has(can.dtypes, t)) {
+      return "the target's kernels do not handle " + std::string(graph::dtype_name(t));
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 void check_candidates(std::vector<CandidateInfo>& candidates, ClassValues& values,
@@ -63,6 +85,10 @@ void check_candidates(std::vector<CandidateInfo>& candidates, ClassValues& value
     CandidateInfo& c = candidates[i];
     if (c.rejected) {
       report.rejected.push_back({c.what, c.why, rules_of(c.output)});
+      continue;
+    }
+    if (std::string why = unsupported_by(measurer.capabilities(), c); !why.empty()) {
+      reject(c, why, rules_of, report, verbose);
       continue;
     }
     Sized s = size_candidate(c, values, dims);

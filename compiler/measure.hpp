@@ -186,6 +186,7 @@ class Measurer {
 
   // How candidates are isolated: for other runs the compiler makes (a whole program).
   const SandboxOptions& sandbox() const { return sandbox_; }
+  const runtime::Capabilities& capabilities() const { return target_.capabilities(); }
 
   // The folder holding this target's measurements.
   const std::filesystem::path& cache_dir() const { return dir_; }
