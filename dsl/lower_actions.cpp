@@ -183,6 +183,9 @@ class ActionBuilder {
       return {Operand::reg_of(emit(op, id, std::move(args), e.span)), decl.output};
     }
     if (name == "unstable-fn") return function_value(e, expected);
+    if (context_ != ActionContext::TopLevel && top_level_only(name)) {
+      throw UserError("'" + name + "' may only be called in a top-level action (as in egglog)", e.span);
+    }
     if (scope_.egraph.primitives().contains(name)) {
       std::vector<Typed> args(e.items.size() - 1);
       std::vector<std::optional<SortId>> sorts(args.size());
@@ -267,24 +270,7 @@ class ActionBuilder {
       partial.push_back(args.back().sort);
     }
     engine::EGraph& g = scope_.egraph;
-    std::vector<std::pair<SortId, engine::Callable>> found;
-    for (SortId s = 0; s < g.num_sorts(); ++s) {
-      const engine::ContainerSort* fn = g.sort(s).container;
-      if (!fn || fn->kind() != engine::ContainerKind::Fn || (expected && *expected != s)) continue;
-      std::vector<SortId> inputs = partial;
-      inputs.insert(inputs.end(), fn->params().begin(), fn->params().end() - 1);
-      SortId output = fn->params().back();
-      if (std::optional<engine::FunctionId> f = g.find_function(target)) {
-        const FunctionDecl& decl = g.function(*f);
-        if (decl.inputs == inputs && decl.output == output) {
-          found.push_back({s, engine::Callable{target, nullptr, inputs, output}});
-        }
-        continue;
-      }
-      std::vector<std::optional<SortId>> wanted(inputs.begin(), inputs.end());
-      auto prims = matching_overloads(g, g.primitives().overloads(target), wanted, output);
-      if (!prims.empty()) found.push_back({s, engine::Callable{target, prims[0], inputs, output}});
-    }
+    std::vector<std::pair<SortId, engine::Callable>> found = function_value_sorts(g, target, partial, expected);
     if (found.size() != 1) {
       std::string sorts;
       for (SortId s : partial) sorts += " " + sort_name(g, s);
@@ -309,6 +295,10 @@ class ActionBuilder {
 };
 
 }  // namespace
+
+bool top_level_only(const std::string& primitive) {
+  return primitive == "unstable-multiset-fill-index" || primitive == "unstable-multiset-clear-index";
+}
 
 engine::ActionProgram compile_actions(const Scope& scope, const CompiledQuery& query,
                                       const std::vector<const Sexp*>& actions,

@@ -117,6 +117,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "check") check(c);
   else if (head == "fail") fail(c);
   else if (head == "extract") extract(c);
+  else if (head == "multi-extract") multi_extract(c);
   else if (head == "push") push(c);
   else if (head == "pop") pop(c);
   else if (head == "print-size") print_size(c);
@@ -641,6 +642,36 @@ void Session::extract(const Sexp& c) {
   } catch (const UserError& e) {
     throw support::RuntimeFailure("extraction failed: " + e.message(), c.span);
   }
+}
+
+// (multi-extract N e...): up to N variants of each expression (egglog's experimental command;
+// a container or primitive value has one).
+void Session::multi_extract(const Sexp& c) {
+  if (c.items.size() < 3) throw UserError("expected (multi-extract N expr...)", c.span);
+  std::uint64_t variants = expect_count(c.items[1], "a number of variants");
+  if (variants == 0) throw UserError("multi-extract needs a positive number of variants", c.items[1].span);
+  std::vector<std::pair<SortId, Value>> roots;
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    CompiledExpression expr = compile_expression(scope(), c.items[i]);
+    std::vector<Value> registers(expr.program.num_registers);
+    engine::run_actions(state_.egraph, expr.program, registers.data());
+    roots.emplace_back(expr.sort, registers[expr.result]);
+  }
+  state_.egraph.rebuild();
+  engine::TreeExtractor extractor(state_.egraph);
+  std::string text = "(\n";
+  try {
+    for (auto [sort, value] : roots) {
+      std::vector<std::string> terms = extractor.variants(sort, state_.egraph.canonical(sort, value), variants);
+      if (terms.empty()) throw UserError("no extractable term");
+      text += "   (\n";
+      for (const std::string& t : terms) text += "      " + t + "\n";
+      text += "   )\n";
+    }
+  } catch (const UserError& e) {
+    throw support::RuntimeFailure("extraction failed: " + e.message(), c.span);
+  }
+  out_ << text << ")\n";
 }
 
 void Session::push(const Sexp& c) {
