@@ -16,7 +16,10 @@ over the list, written the natural way for each shape:
 Both programs must print the same table sizes for reads/repeated/consumed (the script checks
 it), then each is timed (best of --repeat runs of `kiln egg`, whole process).
 
-Usage: bench/engine/list_vs_vec.py [--kiln build/bin/kiln] [--kernels N] [--repeat R]
+With --egglog, the same two programs also run in the reference egglog (.venv-egglog, timed
+inside its process: parse + run), which must print the same sizes.
+
+Usage: bench/engine/list_vs_vec.py [--kiln build/bin/kiln] [--kernels N] [--repeat R] [--egglog]
 """
 
 import argparse
@@ -92,6 +95,30 @@ def program(shape, ks, max_inputs):
     return "".join(lines)
 
 
+EGGLOG_RUN = """
+import sys, time
+from egglog.bindings import EGraph
+text = open(sys.argv[1]).read()
+start = time.monotonic()
+eg = EGraph()
+out = "".join(str(o) for o in eg.run_program(*eg.parse_program(text)))
+print(time.monotonic() - start)
+print(out, end="")
+"""
+
+
+def egglog_time(path, repeat):
+    py = os.path.join(REPO, ".venv-egglog", "bin", "python")
+    best, out = None, None
+    for _ in range(repeat):
+        run = subprocess.run([py, "-c", EGGLOG_RUN, path], capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"egglog failed:\n{run.stderr}")
+        elapsed, _, out = run.stdout.partition("\n")
+        best = float(elapsed) if best is None else min(best, float(elapsed))
+    return best, out
+
+
 def rule_tokens(text):
     return sum(len(line.replace("(", " ( ").replace(")", " ) ").split())
                for line in text.splitlines() if line.startswith("(rule"))
@@ -104,6 +131,7 @@ def main():
     ap.add_argument("--leaves", type=int, default=1000)
     ap.add_argument("--max-inputs", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--egglog", action="store_true", help="also time the reference egglog")
     args = ap.parse_args()
     ks = kernels(args.kernels, args.leaves, args.max_inputs)
     results = {}
@@ -121,14 +149,19 @@ def main():
                     sys.exit(f"{shape}: kiln failed:\n{run.stderr}")
                 best = elapsed if best is None else min(best, elapsed)
             results[shape] = (best, run.stdout)
-    if results["cons"][1] != results["vec"][1]:
-        sys.exit("MISMATCH:\n--- cons\n" + results["cons"][1] + "--- vec\n" + results["vec"][1])
+            if args.egglog:
+                results["egglog " + shape] = egglog_time(path, args.repeat)
+    for name, (_, out) in results.items():
+        if out != results["cons"][1]:
+            sys.exit(f"MISMATCH:\n--- cons\n{results['cons'][1]}--- {name}\n{out}")
     sizes = results["cons"][1].split()
     print(f"{args.kernels} kernels, 1..{args.max_inputs} inputs; reads/repeated/consumed rows: {' '.join(sizes)}")
     print(f"rule tokens: cons {rule_tokens(CONS_RULES)}, vec {rule_tokens(VEC_RULES)}")
-    for shape in ("cons", "vec"):
-        print(f"{shape:5s} {results[shape][0]:.3f} s")
-    print(f"cons/vec {results['cons'][0] / results['vec'][0]:.2f}")
+    for name, (seconds, _) in results.items():
+        print(f"{name:11s} {seconds:.3f} s")
+    print(f"kiln cons/vec {results['cons'][0] / results['vec'][0]:.2f}")
+    if args.egglog:
+        print(f"egglog cons/vec {results['egglog cons'][0] / results['egglog vec'][0]:.2f}")
 
 
 if __name__ == "__main__":
