@@ -408,6 +408,10 @@ class HigherOrder {
   HigherOrder(EGraph& egraph, const Builtins& b) : egraph_(egraph), b_(b) {}
 
   void add_all(SortId added) {
+    // Every primitive is owned by the newest sort it involves, `added`: a `pop` that removes
+    // any of its sorts removes that one (sorts go in the reverse order of their declaration).
+    owner_id_ = added;
+    owner_ = Shared(egraph_.sort(added).primitive, egraph_.sort(added).container);
     for (SortId fs = 0; fs < egraph_.num_sorts(); ++fs) {
       if (Shared fn = as(fs, ContainerKind::Fn)) {
         for (SortId a = 0; a < egraph_.num_sorts(); ++a) {
@@ -423,7 +427,7 @@ class HigherOrder {
         Shared outer = as(a, ContainerKind::MultiSet), inner = as(c, ContainerKind::MultiSet);
         if ((a == added || c == added) && outer && inner && outer->params()[0] == c) {
           // The sum of a multiset of multisets.
-          add("multiset-sum-multisets", {a}, c, inner, c, [outer, inner](const Value* x, std::size_t, Value& r) {
+          add("multiset-sum-multisets", {a}, c, [outer, inner](const Value* x, std::size_t, Value& r) {
             Items all;
             for (Value part : outer->items(x[0])) {
               const Items& more = inner->items(part);
@@ -444,10 +448,9 @@ class HigherOrder {
     return Shared(sort.primitive, sort.container);
   }
 
-  void add(std::string name, std::vector<SortId> inputs, SortId output, const Shared& owner,
-           SortId owner_id, PrimitiveFn fn) {
+  void add(std::string name, std::vector<SortId> inputs, SortId output, PrimitiveFn fn) {
     egraph_.primitives().add(
-        Primitive{std::move(name), std::move(inputs), output, false, std::move(fn), owner.get(), owner_id});
+        Primitive{std::move(name), std::move(inputs), output, false, std::move(fn), owner_.get(), owner_id_});
   }
 
   // Primitives of a function-value sort `fs` (signature `sig`: inputs..., output) and one
@@ -457,7 +460,7 @@ class HigherOrder {
     if (Shared map = as(a, ContainerKind::Map)) {
       if (sig.size() == 4 && sig[0] == sig[3] && sig[1] == map->params()[0] && sig[2] == map->params()[1]) {
         // Folds the entries in key order: acc = f(acc, key, value).
-        add("map-fold-kv", {fs, sig[0], a}, sig[0], fn, fs, [fn, map](const Value* x, std::size_t, Value& r) {
+        add("map-fold-kv", {fs, sig[0], a}, sig[0], [fn, map](const Value* x, std::size_t, Value& r) {
           Value acc = x[1];
           const Items& items = map->items(x[2]);
           for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
@@ -474,7 +477,7 @@ class HigherOrder {
       if (sig.size() == 2 && sig[0] == t && sig[1] == b_.unit) {
         // Keeps the elements (every occurrence) for which the predicate holds, or does not.
         for (bool keep : {true, false}) {
-          add(keep ? "unstable-multiset-filter" : "unstable-multiset-filter-not", {fs, a}, a, fn, fs,
+          add(keep ? "unstable-multiset-filter" : "unstable-multiset-filter-not", {fs, a}, a,
               [fn, ms, keep](const Value* x, std::size_t, Value& r) {
                 Items kept;
                 for (Value item : ms->items(x[1])) {
@@ -489,7 +492,7 @@ class HigherOrder {
       }
       if (sig.size() == 3 && sig[0] == t && sig[1] == t && sig[2] == t) {
         // Folds the elements in order, starting from the first; `init` answers an empty multiset.
-        add("unstable-multiset-reduce", {fs, t, a}, t, fn, fs, [fn, ms](const Value* x, std::size_t, Value& r) {
+        add("unstable-multiset-reduce", {fs, t, a}, t, [fn, ms](const Value* x, std::size_t, Value& r) {
           const Items& items = ms->items(x[2]);
           if (items.empty()) {
             r = x[1];
@@ -511,7 +514,7 @@ class HigherOrder {
     if (Shared maybe = as(a, ContainerKind::Maybe)) {
       if (sig.size() == 2 && sig[0] == maybe->params()[0]) {
         // f(x) for (maybe-some x), else the default.
-        add("unstable-maybe-match", {a, fs, sig[1]}, sig[1], fn, fs, [fn, maybe](const Value* x, std::size_t, Value& r) {
+        add("unstable-maybe-match", {a, fs, sig[1]}, sig[1], [fn, maybe](const Value* x, std::size_t, Value& r) {
           const Items& items = maybe->items(x[0]);
           if (items.empty()) {
             r = x[2];
@@ -522,7 +525,7 @@ class HigherOrder {
       }
       if (sig.size() == 1 && sig[0] == maybe->params()[0]) {
         // (maybe-some (f)), or maybe-none when the call fails.
-        add("unstable-catch", {fs}, a, fn, fs, [fn, maybe](const Value* x, std::size_t, Value& r) {
+        add("unstable-catch", {fs}, a, [fn, maybe](const Value* x, std::size_t, Value& r) {
           Value y = 0;
           if (call_function_value(*fn, x[0], nullptr, 0, y)) {
             r = maybe->make({y});
@@ -541,7 +544,7 @@ class HigherOrder {
   // (its partial arguments come first). Top-level actions only, as in egglog (lower_actions).
   void add_index_commands(SortId fs, const Shared& fn, SortId a, const Shared& ms) {
     for (bool fill : {true, false}) {
-      add(fill ? "unstable-multiset-fill-index" : "unstable-multiset-clear-index", {a, fs}, b_.unit, fn, fs,
+      add(fill ? "unstable-multiset-fill-index" : "unstable-multiset-clear-index", {a, fs}, b_.unit,
           [fn, ms, fill](const Value* x, std::size_t, Value& r) {
             r = 0;
             const Items& fn_items = fn->items(x[1]);
@@ -584,7 +587,7 @@ class HigherOrder {
     auto mapper = [&](const char* name, ContainerKind kind) {
       Shared in = as(a, kind), out = as(c, kind);
       if (!in || !out || in->params()[0] != sig[0] || out->params()[0] != sig[1]) return;
-      add(name, {fs, a}, c, fn, fs, [fn, in, out](const Value* x, std::size_t, Value& r) {
+      add(name, {fs, a}, c, [fn, in, out](const Value* x, std::size_t, Value& r) {
         Items mapped;
         for (Value item : in->items(x[1])) {
           Value y = 0;
@@ -600,7 +603,7 @@ class HigherOrder {
     Shared in = as(a, ContainerKind::MultiSet), out = as(c, ContainerKind::MultiSet);
     if (in && out && a == c && in->params()[0] == sig[0] && sig[1] == c) {
       // The sum of f(x) over the elements (egglog has it for one multiset sort only).
-      add("unstable-multiset-flat-map", {fs, a}, c, fn, fs, [fn, in, out](const Value* x, std::size_t, Value& r) {
+      add("unstable-multiset-flat-map", {fs, a}, c, [fn, in, out](const Value* x, std::size_t, Value& r) {
         Items all;
         for (Value item : in->items(x[1])) {
           Value part = 0;
@@ -620,6 +623,8 @@ class HigherOrder {
 
   EGraph& egraph_;
   const Builtins& b_;
+  Shared owner_;
+  SortId owner_id_ = 0;
 };
 
 }  // namespace
