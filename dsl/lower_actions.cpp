@@ -4,6 +4,7 @@
 
 #include "dsl/typing.hpp"
 #include "engine/container.hpp"
+#include "engine/extract.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::dsl {
@@ -84,6 +85,20 @@ class ActionBuilder {
                         a.items[1].span);
       }
       emit(head == "delete" ? ActionOp::Delete : ActionOp::Subsume, f, std::move(args), a.span);
+    } else if (head == "set-cost") {
+      // (set-cost (C args...) cost): creates the e-node, as egglog does, and writes its cost
+      // into C's cost table (declared by with-dynamic-cost), which extraction reads.
+      expect_args(a, 2, "(set-cost (Constructor args...) cost)");
+      const Sexp& node = a.items[1];
+      auto [f, args] = call_args(node);
+      const FunctionDecl& decl = scope_.egraph.function(f);
+      std::optional<engine::FunctionId> table = scope_.egraph.find_function(engine::cost_table_name(decl.name));
+      if (decl.kind != FunctionKind::Constructor || !table) {
+        throw UserError("set-cost needs a constructor declared inside with-dynamic-cost", node.span);
+      }
+      emit(ActionOp::Construct, f, args, node.span);
+      args.push_back(expr(a.items[2], scope_.builtins.i64).operand);
+      emit(ActionOp::Set, *table, std::move(args), a.span);
     } else if (head == "panic") {
       expect_args(a, 1, "(panic \"message\")");
       if (a.items[1].kind != SexpKind::String) throw UserError("expected a string", a.items[1].span);

@@ -104,6 +104,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "datatype") declare_datatype(c);
   else if (head == "datatype*") declare_datatypes(c);
   else if (head == "constructor") declare_constructor(c);
+  else if (head == "with-dynamic-cost") with_dynamic_cost(c);
   else if (head == "function") declare_function(c, FunctionKind::Function);
   else if (head == "relation") declare_function(c, FunctionKind::Relation);
   else if (head == "ruleset") declare_ruleset(c);
@@ -269,6 +270,38 @@ void Session::declare_constructor(const Sexp& c) {
   std::uint64_t cost = parts.has(":cost") ? expect_count(parts.value(":cost"), "a cost") : 1;
   add_constructor(parts.positional[0]->text, inputs, output, cost, parts.has(":unextractable"),
                   c.span);
+}
+
+// (with-dynamic-cost DECL...): egglog's experimental dynamic costs. Every constructor the
+// declarations add gets a cost table, the function cost_table_NAME (its inputs) -> i64
+// :no-merge, that set-cost writes; extraction takes a row's cost from it before the declared
+// :cost (engine/extract.cpp).
+void Session::with_dynamic_cost(const Sexp& c) {
+  for (std::size_t i = 1; i < c.items.size(); ++i) {
+    const Sexp& d = c.items[i];
+    if (!d.is_list() || d.items.empty() ||
+        !(d.items[0].is_symbol("datatype") || d.items[0].is_symbol("datatype*") ||
+          d.items[0].is_symbol("constructor"))) {
+      throw UserError("with-dynamic-cost takes datatype, datatype* and constructor declarations", d.span);
+    }
+    std::size_t before = state_.egraph.num_functions();
+    dispatch(d);
+    for (engine::FunctionId f = static_cast<engine::FunctionId>(before); f < state_.egraph.num_functions(); ++f) {
+      const FunctionDecl& ctor = state_.egraph.function(f);
+      if (ctor.kind != FunctionKind::Constructor) continue;
+      FunctionDecl table;
+      table.name = engine::cost_table_name(ctor.name);
+      if (state_.egraph.find_function(table.name)) {
+        throw UserError("function '" + table.name + "' is already declared", d.span);
+      }
+      table.kind = FunctionKind::Function;
+      table.inputs = ctor.inputs;
+      table.output = builtins_.i64;
+      table.merge = engine::MergeKind::NoMerge;
+      table.unextractable = true;
+      state_.egraph.add_function(std::move(table));
+    }
+  }
 }
 
 void Session::declare_function(const Sexp& c, FunctionKind kind) {
@@ -505,7 +538,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
 
 void Session::run_top_level_actions(const Sexp& c) {
   const std::string& head = c.items[0].text;
-  static const std::set<std::string> actions{"set", "union", "delete", "subsume", "panic"};
+  static const std::set<std::string> actions{"set", "union", "delete", "subsume", "panic", "set-cost"};
   bool is_call = state_.egraph.find_function(head) || state_.egraph.primitives().contains(head);
   if (!actions.count(head) && !is_call) {
     throw UserError("unknown command or function '" + head + "'", c.items[0].span);

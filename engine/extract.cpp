@@ -36,6 +36,12 @@ void for_each_enode(const EGraph& egraph, Visit&& visit) {
 }  // namespace
 
 TreeExtractor::TreeExtractor(const EGraph& egraph) : egraph_(egraph) {
+  for (FunctionId f = 0; f < egraph_.num_functions(); ++f) {
+    const FunctionDecl& decl = egraph_.function(f);
+    cost_tables_.push_back(decl.kind == FunctionKind::Constructor
+                               ? egraph_.find_function(cost_table_name(decl.name))
+                               : std::nullopt);
+  }
   // Bellman-Ford style: relax every e-node until no class gets cheaper. Strict improvement only,
   // so ties keep the earlier (older) e-node and results are deterministic.
   bool changed = true;
@@ -58,6 +64,12 @@ std::optional<std::uint64_t> TreeExtractor::node_cost(const ENode& node) const {
   const FunctionDecl& decl = egraph_.function(node.function);
   const Value* row = egraph_.table(node.function).row(node.row);
   std::uint64_t total = decl.cost;
+  if (const std::optional<FunctionId>& table = cost_tables_[node.function]) {
+    const Table& costs = egraph_.table(*table);
+    RowId r = costs.find(row);
+    // A negative dynamic cost counts as 0 (costs are unsigned here).
+    if (r != kNoRow && costs.alive(r)) total = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(costs.output(r))));
+  }
   for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
     std::optional<std::uint64_t> c = cost(decl.inputs[i], row[i]);
     if (!c) return std::nullopt;
