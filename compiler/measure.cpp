@@ -547,7 +547,8 @@ std::optional<double> Measurer::cached(const Candidate& c, const graph::DimValue
 
 double Measurer::time_program(const std::string& program, const graph::DimValues& dims,
                               const std::function<double()>& measure) {
-  std::string text = "program\n" + target_.name() + "\n" + fingerprint_ + "\n" + program;
+  // "2": program times no longer include fetching the outputs (Executor::Fetch::Nothing).
+  std::string text = "program 2\n" + target_.name() + "\n" + fingerprint_ + "\n" + program;
   for (const auto& [name, value] : dims) text += "\n" + name + "=" + std::to_string(value);
   const fs::path file = dir_ / ("program-" + hex(support::hash128(text.data(), text.size())) +
                                 ".time");

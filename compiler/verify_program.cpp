@@ -68,9 +68,11 @@ double time_program(const GroupProgram& program, const ChunkGraph& chunk, runtim
           runtime::Executor executor(llir, target);
           feed(executor, g, graph::random_inputs(g, dims, seed));
           executor.run(dims, {});
-          // Weights and state stay on the device; caches are not fetched (see Executor::run).
+          // Weights, state and outputs stay on the device (see Executor::Fetch).
           const double seconds =
-              runtime::measure([&](int) { executor.run(dims, {}, nullptr, false); },
+              runtime::measure([&](int) {
+                                 executor.run(dims, {}, nullptr, runtime::Executor::Fetch::Nothing);
+                               },
                                [&] { target.device().synchronize(); })
                   .median_seconds;
           char text[32];

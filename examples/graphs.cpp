@@ -18,6 +18,17 @@ void build_mlp(GraphBuilder& b) {
   graph::nn::linear(h, "fc3", 10, /*bias=*/true).output("y");
 }
 
+// A bias, scale, activation and residual chain: reads two rows-by-4096 tensors and writes one,
+// like a STREAM triad, so fused it should run at the machine's memory bandwidth.
+void build_chain(GraphBuilder& b) {
+  const Expr rows = Expr::dim("rows");
+  GraphTensor x = b.input("x", {rows, 4096});
+  GraphTensor residual = b.input("residual", {rows, 4096});
+  GraphTensor bias = b.input("bias", {Expr(4096)});
+  GraphTensor scale = b.input("scale", {Expr(4096)});
+  (relu((x + bias) * scale) + residual * 0.5).output("y");
+}
+
 void build_attention(GraphBuilder& b) {
   const Expr seq = Expr::dim(graph::nn::kSeqDim);
   GraphTensor x = b.input("x", {seq, 512});
@@ -51,6 +62,7 @@ void build_gemma3_tiny(GraphBuilder& b) {
 const std::vector<Example>& examples() {
   static const std::vector<Example> table = {
       {"mlp", "3-layer perceptron, batch x 784 -> 10", build_mlp},
+      {"chain", "bias, scale, ReLU and residual over rows x 4096 (memory-bound)", build_chain},
       {"attention", "causal multi-head self-attention, seq x 512, 8 heads", build_attention},
       {"smollm2-135m", "SmolLM2-135M decoder (30 LLaMA layers, GQA 9/3, KV cache)",
        build_smollm2_135m},

@@ -23,6 +23,9 @@ const Example* find_example(std::string_view name);
 // The builders, also usable directly.
 // A 3-layer perceptron: x [batch, 784] -> 512 -> 512 -> 10 (ReLU, biases); output "y".
 void build_mlp(graph::GraphBuilder& b);
+// relu((x + bias) * scale) + residual * 0.5 over x, residual [rows, 4096]: a memory-bound
+// elementwise chain, compared with a STREAM triad by bench/cpu/chain.py; output "y".
+void build_chain(graph::GraphBuilder& b);
 // One causal multi-head self-attention block: x [seq, 512], 8 heads of 64, RoPE; output "y".
 void build_attention(graph::GraphBuilder& b);
 // The SmolLM2-135M decoder (graph/nn.hpp): tokens [seq] -> logits [seq, 49152].

@@ -196,7 +196,7 @@ const BufferPlan& Executor::plan(const graph::DimValues& dims) {
 
 std::map<std::string, graph::Tensor> Executor::run(
     const graph::DimValues& dims, const std::map<std::string, graph::Tensor>& inputs,
-    RunProfile* profile, bool return_state) {
+    RunProfile* profile, Fetch fetch) {
   const Clock::time_point run_start = Clock::now();
   for (const auto& [name, tensor] : inputs) {
     const std::optional<ValueId> id = llir_.find_input(name);
@@ -290,7 +290,8 @@ std::map<std::string, graph::Tensor> Executor::run(
   // Outputs, then the new state.
   std::map<std::string, graph::Tensor> outputs;
   for (const Output& o : llir_.outputs()) {
-    if (!return_state) {
+    if (fetch == Fetch::Nothing) break;
+    if (fetch == Fetch::WithoutState) {
       const std::optional<ValueId> state = llir_.find_input(o.name);
       if (state && llir_.value(*state).kind == ValueKind::State) continue;
     }

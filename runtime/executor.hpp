@@ -51,14 +51,20 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Runs the program once; returns every output by name. With `profile`, times each step.
-  // With `return_state` false, outputs that update persistent state are left out of the result
-  // (they are still the new state; read them with state()): copying large caches back to the
-  // host is not part of a model step, and timing loops should not pay for it.
+  // Which outputs a run copies back to the host. Copying a large cache or activation back is
+  // not part of a model step, so generation leaves out the state and timing loops everything
+  // (converting a 128 MB output to host values cost more than the kernel that computed it).
+  enum class Fetch {
+    All,           // every output
+    WithoutState,  // outputs that update persistent state stay on the device (see state())
+    Nothing,       // outputs stay on the device; the result is empty
+  };
+
+  // Runs the program once; returns the fetched outputs by name. With `profile`, times each step.
   std::map<std::string, graph::Tensor> run(const graph::DimValues& dims,
                                            const std::map<std::string, graph::Tensor>& inputs,
                                            RunProfile* profile = nullptr,
-                                           bool return_state = true);
+                                           Fetch fetch = Fetch::All);
 
   // Holds `tensor` on the device as input `name` for every later run that does not pass it.
   void bind(const std::string& name, const graph::Tensor& tensor);

@@ -43,7 +43,7 @@ struct CompileCommandOptions {
 };
 
 void add_common(CLI::App* cmd, CompileCommandOptions& o) {
-  cmd->add_option("name", o.name, "mlp, attention, smollm2-135m or gemma3-4b")->required();
+  cmd->add_option("name", o.name, example_names_help())->required();
   cmd->add_option("--target", o.target, target_help());
   cmd->add_option("--rules", o.rules, "More rule files, loaded after the built-in ones");
   cmd->add_option("--dim", o.dims, "A symbolic dim's value, NAME=VALUE (default 8; pos 0)");

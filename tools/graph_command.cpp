@@ -5,6 +5,7 @@
 #include "examples/graphs.hpp"
 #include "graph/hlir.hpp"
 #include "tools/commands.hpp"
+#include "tools/model_io.hpp"
 
 namespace kiln::tools {
 
@@ -16,20 +17,13 @@ Command add_graph_command(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("graph", "Print an example model's HLIR graph");
-  cmd->add_option("name", options->name, "mlp, attention, smollm2-135m or gemma3-4b")->required();
+  cmd->add_option("name", options->name, example_names_help())->required();
   CLI::Option* text_flag = cmd->add_flag("--text", options->text, "HLIR text (the default)");
   cmd->add_flag("--egglog", options->egglog, "egglog commands for rules/hlir.egg")
       ->excludes(text_flag);
   return {cmd, [options] {
-            const examples::Example* example = examples::find_example(options->name);
-            if (!example) {
-              std::cerr << "error: unknown example \"" << options->name << "\"; known:";
-              for (const auto& e : examples::examples()) std::cerr << ' ' << e.name;
-              std::cerr << "\n";
-              return 1;
-            }
             graph::GraphBuilder b;
-            example->build(b);
+            find_model(options->name).build(b);
             std::cout << (options->egglog ? graph::to_egglog(b.graph())
                                           : graph::to_text(b.graph()));
             return 0;

@@ -49,7 +49,7 @@ std::vector<float> LlamaProgram::step(std::span<const std::int32_t> tokens, std:
   graph::Tensor ids{graph::DType::I32, {n}, {tokens.begin(), tokens.end()}};
   const std::map<std::string, graph::Tensor> out =
       executor_->run({{graph::nn::kSeqDim, n}, {graph::nn::kPosDim, pos}}, {{"tokens", ids}},
-                     nullptr, /*return_state=*/false);
+                     nullptr, runtime::Executor::Fetch::WithoutState);
   return last_row(out.at("logits"));
 }
 

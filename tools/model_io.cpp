@@ -74,15 +74,23 @@ std::string seconds_text(double s) {
 }
 
 
+namespace {
+
+std::string example_names() {
+  std::string names;
+  for (const auto& e : examples::examples()) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  return names;
+}
+
+}  // namespace
+
 const examples::Example& find_model(const std::string& name) {
   const examples::Example* example = examples::find_example(name);
-  if (!example) {
-    std::string known;
-    for (const auto& e : examples::examples()) known += " " + std::string(e.name);
-    throw UserError("unknown example \"" + name + "\"; known:" + known);
-  }
+  if (!example) throw UserError("unknown example \"" + name + "\"; known: " + example_names());
   return *example;
 }
+
+std::string example_names_help() { return "One of the examples: " + example_names(); }
 
 ModelInputs make_inputs(const Graph& g, const graph::DimValues& dims,
                         const std::vector<std::string>& files_given, unsigned seed) {

@@ -18,6 +18,8 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 
 // The example called `name`; a UserError listing the known ones otherwise.
 const examples::Example& find_model(const std::string& name);
+// "One of the examples: mlp, chain, ...": the help text of a command's model argument.
+std::string example_names_help();
 
 // Every symbolic dim of the graph with a value: `given` (NAME=VALUE), else `pos` 0, others 8.
 graph::DimValues choose_dims(const graph::Graph& g, const std::vector<std::string>& given);

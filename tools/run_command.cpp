@@ -52,12 +52,12 @@ int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Ta
   runtime::RunProfile profile;
   std::vector<double> totals;
   // Inputs and weights are uploaded once, the state set once (a step at fixed positions writes
-  // the same cache rows every run); timed runs leave the caches on the device, and a last run
-  // fetches every output.
+  // the same cache rows every run); timed runs leave their outputs on the device, and a last
+  // run fetches every output.
   for (const auto& [name, t] : in.inputs) executor.bind(name, t);
   for (const auto& [name, t] : in.states) executor.set_state(name, t);
   for (int r = 0; r < std::max(1, runs); ++r) {
-    executor.run(dims, {}, &profile, /*return_state=*/false);
+    executor.run(dims, {}, &profile, runtime::Executor::Fetch::Nothing);
     totals.push_back(profile.total_seconds);
   }
   for (const auto& [name, t] : in.states) executor.set_state(name, t);
@@ -91,7 +91,7 @@ Command add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run an example model, one kernel per op, with a report");
-  cmd->add_option("name", o->name, "mlp, attention, smollm2-135m or gemma3-4b")->required();
+  cmd->add_option("name", o->name, example_names_help())->required();
   cmd->add_option("--target", o->target, target_help());
   cmd->add_option("--dim", o->dims, "A symbolic dim's value, NAME=VALUE (default 8; pos 0)");
   cmd->add_option("--input", o->inputs, "An input from a .npy file, NAME=FILE.npy");

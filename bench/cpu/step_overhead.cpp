@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   std::vector<double> times;
   for (int r = 0; r < runs + 1; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    executor.run({}, {});
+    executor.run({}, {}, nullptr, runtime::Executor::Fetch::Nothing);
     if (r > 0)
       times.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

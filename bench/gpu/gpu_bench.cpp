@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     std::vector<double> times;
     for (int r = 0; r < std::max(1, runs); ++r) {
       runtime::RunProfile profile;
-      executor.run({}, {}, &profile, /*return_state=*/false);
+      executor.run({}, {}, &profile, runtime::Executor::Fetch::Nothing);
       double kernels = 0.0;
       for (const runtime::StepTime& s : profile.steps) kernels += s.seconds;
       times.push_back(kernels);

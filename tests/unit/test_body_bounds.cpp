@@ -109,7 +109,7 @@ TEST_CASE("body bounds: every one-op Body of every example is proven in bounds")
       CHECK(prove_in_bounds(body, input_elements(g, id), numel(g.node(id).shape), ranges) == "");
       ++proven;
     }
-    CHECK(proven > 10);
+    CHECK(proven >= 5);  // the smallest example, the chain, has five compute ops
   }
   // Without the model's range, reading pos + seq rows of a cache is (rightly) not proven.
   GraphBuilder b;

@@ -113,7 +113,7 @@ TEST_CASE("cpu threads: one-op kernels are not slower on two threads than on one
     executor.bind("x", random_tensor({dims.at("rows"), dims.at("cols")}, rng));
     const std::string what =
         "rows " + std::to_string(dims.at("rows")) + ", cols " + std::to_string(dims.at("cols"));
-    CHECK(two_threads_not_slower(what, [&] { executor.run(dims, {}, nullptr, false); }));
+    CHECK(two_threads_not_slower(what, [&] { executor.run(dims, {}, nullptr, runtime::Executor::Fetch::Nothing); }));
   }
 }
 
