@@ -667,8 +667,8 @@ void Session::extract(const Sexp& c) {
       out_ << extractor.term(expr.sort, value) << "\n";
       return;
     }
+    // No extractable e-node prints an empty list, as in egglog (a single extract fails).
     std::vector<std::string> terms = extractor.variants(expr.sort, value, variants);
-    if (terms.empty()) throw UserError("no extractable term");
     out_ << "(\n";
     for (const std::string& t : terms) out_ << "   " << t << "\n";
     out_ << ")\n";
@@ -696,7 +696,6 @@ void Session::multi_extract(const Sexp& c) {
   try {
     for (auto [sort, value] : roots) {
       std::vector<std::string> terms = extractor.variants(sort, state_.egraph.canonical(sort, value), variants);
-      if (terms.empty()) throw UserError("no extractable term");
       text += "   (\n";
       for (const std::string& t : terms) text += "      " + t + "\n";
       text += "   )\n";
