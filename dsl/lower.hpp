@@ -48,6 +48,10 @@ CompiledQuery compile_query(const Scope& scope, const std::vector<const Sexp*>& 
 // Where actions run: in a rule (function lookups are not allowed) or at top level.
 enum class ActionContext { Rule, TopLevel };
 
+// Primitives that change a function's rows (unstable-multiset-fill-index, -clear-index): egglog
+// has them in top-level actions only, so rules and queries reject them.
+bool top_level_only(const std::string& primitive);
+
 // Compiles actions. Registers 0..query.num_vars()-1 hold a match of `query` when run.
 engine::ActionProgram compile_actions(const Scope& scope, const CompiledQuery& query,
                                       const std::vector<const Sexp*>& actions,

@@ -4,6 +4,7 @@
 
 #include "dsl/typing.hpp"
 #include "engine/container.hpp"
+#include "engine/extract.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::dsl {
@@ -84,6 +85,20 @@ class ActionBuilder {
                         a.items[1].span);
       }
       emit(head == "delete" ? ActionOp::Delete : ActionOp::Subsume, f, std::move(args), a.span);
+    } else if (head == "set-cost") {
+      // (set-cost (C args...) cost): creates the e-node, as egglog does, and writes its cost
+      // into C's cost table (declared by with-dynamic-cost), which extraction reads.
+      expect_args(a, 2, "(set-cost (Constructor args...) cost)");
+      const Sexp& node = a.items[1];
+      auto [f, args] = call_args(node);
+      const FunctionDecl& decl = scope_.egraph.function(f);
+      std::optional<engine::FunctionId> table = scope_.egraph.find_function(engine::cost_table_name(decl.name));
+      if (decl.kind != FunctionKind::Constructor || !table) {
+        throw UserError("set-cost needs a constructor declared inside with-dynamic-cost", node.span);
+      }
+      emit(ActionOp::Construct, f, args, node.span);
+      args.push_back(expr(a.items[2], scope_.builtins.i64).operand);
+      emit(ActionOp::Set, *table, std::move(args), a.span);
     } else if (head == "panic") {
       expect_args(a, 1, "(panic \"message\")");
       if (a.items[1].kind != SexpKind::String) throw UserError("expected a string", a.items[1].span);
@@ -183,6 +198,9 @@ class ActionBuilder {
       return {Operand::reg_of(emit(op, id, std::move(args), e.span)), decl.output};
     }
     if (name == "unstable-fn") return function_value(e, expected);
+    if (context_ != ActionContext::TopLevel && top_level_only(name)) {
+      throw UserError("'" + name + "' may only be called in a top-level action (as in egglog)", e.span);
+    }
     if (scope_.egraph.primitives().contains(name)) {
       std::vector<Typed> args(e.items.size() - 1);
       std::vector<std::optional<SortId>> sorts(args.size());
@@ -267,24 +285,7 @@ class ActionBuilder {
       partial.push_back(args.back().sort);
     }
     engine::EGraph& g = scope_.egraph;
-    std::vector<std::pair<SortId, engine::Callable>> found;
-    for (SortId s = 0; s < g.num_sorts(); ++s) {
-      const engine::ContainerSort* fn = g.sort(s).container;
-      if (!fn || fn->kind() != engine::ContainerKind::Fn || (expected && *expected != s)) continue;
-      std::vector<SortId> inputs = partial;
-      inputs.insert(inputs.end(), fn->params().begin(), fn->params().end() - 1);
-      SortId output = fn->params().back();
-      if (std::optional<engine::FunctionId> f = g.find_function(target)) {
-        const FunctionDecl& decl = g.function(*f);
-        if (decl.inputs == inputs && decl.output == output) {
-          found.push_back({s, engine::Callable{target, nullptr, inputs, output}});
-        }
-        continue;
-      }
-      std::vector<std::optional<SortId>> wanted(inputs.begin(), inputs.end());
-      auto prims = matching_overloads(g, g.primitives().overloads(target), wanted, output);
-      if (!prims.empty()) found.push_back({s, engine::Callable{target, prims[0], inputs, output}});
-    }
+    std::vector<std::pair<SortId, engine::Callable>> found = function_value_sorts(g, target, partial, expected);
     if (found.size() != 1) {
       std::string sorts;
       for (SortId s : partial) sorts += " " + sort_name(g, s);
@@ -309,6 +310,10 @@ class ActionBuilder {
 };
 
 }  // namespace
+
+bool top_level_only(const std::string& primitive) {
+  return primitive == "unstable-multiset-fill-index" || primitive == "unstable-multiset-clear-index";
+}
 
 engine::ActionProgram compile_actions(const Scope& scope, const CompiledQuery& query,
                                       const std::vector<const Sexp*>& actions,

@@ -59,6 +59,7 @@ class QueryBuilder {
     std::uint32_t result;
     const Primitive* resolved = nullptr;
     support::Span span;
+    std::string fn_target;  // (unstable-fn "fn_target" args...): a function value's builder
   };
 
   std::uint32_t new_slot(const support::Span& span) {
@@ -156,8 +157,21 @@ class QueryBuilder {
       atoms_.push_back(std::move(atom));
       return out;
     }
+    if (top_level_only(name)) {
+      throw UserError("'" + name + "' may only be called in a top-level action (as in egglog)", e.span);
+    }
+    if (name == "unstable-fn") {
+      if (e.items.size() < 2 || e.items[1].kind != SexpKind::String) {
+        throw UserError("expected (unstable-fn \"name\" arguments...)", e.span);
+      }
+      Prim prim{name, {}, 0, nullptr, e.span, e.items[1].text};
+      for (std::size_t i = 2; i < e.items.size(); ++i) prim.args.push_back(visit(e.items[i]));
+      prim.result = new_slot(e.span);
+      prims_.push_back(std::move(prim));
+      return prims_.back().result;
+    }
     if (scope_.egraph.primitives().contains(name)) {
-      Prim prim{name, {}, 0, nullptr, e.span};
+      Prim prim{name, {}, 0, nullptr, e.span, {}};
       for (std::size_t i = 1; i < e.items.size(); ++i) prim.args.push_back(visit(e.items[i]));
       prim.result = new_slot(e.span);
       prims_.push_back(std::move(prim));
@@ -172,7 +186,7 @@ class QueryBuilder {
     const std::vector<const Primitive*>& value_eq = scope_.egraph.primitives().overloads("value-eq");
     KILN_ASSERT(value_eq.size() == 1, "value-eq is a builtin with one overload");
     for (const ConstantCheck& check : constant_checks_) {
-      Prim prim{"value-eq", {}, 0, value_eq[0], check.span};
+      Prim prim{"value-eq", {}, 0, value_eq[0], check.span, {}};
       for (Value constant : {check.a, check.b}) {
         std::uint32_t arg = new_slot(check.span);
         slots_[arg].sort = check.sort;
@@ -195,10 +209,26 @@ class QueryBuilder {
         if (prim.resolved) continue;
         std::vector<std::optional<SortId>> args;
         for (std::uint32_t a : prim.args) args.push_back(slots_[find(a)].sort);
+        if (!prim.fn_target.empty()) {
+          resolve_function_value(prim, args);
+          continue;
+        }
         auto candidates = matching_overloads(scope_.egraph, scope_.egraph.primitives().overloads(prim.name),
                                              args, slots_[find(prim.result)].sort);
         if (candidates.empty()) throw no_overload(prim, args);
-        if (candidates.size() > 1) continue;
+        if (candidates.size() > 1) {
+          // Arguments on whose sort every remaining overload agrees take that sort (a function
+          // value passed to unstable-multiset-map learns its sort from the call).
+          for (std::size_t i = 0; i < args.size(); ++i) {
+            SortId want = input_sort(*candidates[0], i);
+            if (args[i] || want == kAnySort) continue;
+            if (std::all_of(candidates.begin(), candidates.end(),
+                            [&](const Primitive* p) { return input_sort(*p, i) == want; })) {
+              set_sort(prim.args[i], want, prim.span);
+            }
+          }
+          continue;
+        }
         const Primitive* p = candidates[0];
         std::optional<SortId> any;
         for (std::size_t i = 0; i < args.size(); ++i) {
@@ -223,6 +253,9 @@ class QueryBuilder {
       }
     }
     for (const Prim& prim : prims_) {
+      if (!prim.resolved && !prim.fn_target.empty()) {
+        throw UserError("cannot infer the sort of this function value", prim.span);
+      }
       if (!prim.resolved) {
         throw UserError("cannot infer the argument sorts of primitive '" + prim.name + "'",
                         prim.span);
@@ -233,6 +266,27 @@ class QueryBuilder {
         throw UserError("cannot infer a sort for " + describe(s), slots_[s].span);
       }
     }
+  }
+
+  // Resolves (unstable-fn "target" args...) once its partial arguments' sorts are known and one
+  // UnstableFn sort (the expected one, when known) fits.
+  void resolve_function_value(Prim& prim, const std::vector<std::optional<SortId>>& args) {
+    std::vector<SortId> partial;
+    for (const auto& a : args) {
+      if (!a) return;
+      partial.push_back(*a);
+    }
+    auto found = function_value_sorts(scope_.egraph, prim.fn_target, partial, slots_[find(prim.result)].sort);
+    if (found.empty()) {
+      std::string sorts;
+      for (SortId s : partial) sorts += (sorts.empty() ? "" : " ") + sort_name(scope_.egraph, s);
+      throw UserError("no UnstableFn sort fits '" + prim.fn_target + "' applied first to (" + sorts + ")",
+                      prim.span);
+    }
+    if (found.size() > 1) return;
+    set_sort(prim.result, found[0].first, prim.span);
+    prim.resolved = &engine::function_value_builder(scope_.egraph, found[0].first, found[0].second);
+    progress_ = true;
   }
 
   UserError no_overload(const Prim& prim, const std::vector<std::optional<SortId>>& args) {

@@ -104,6 +104,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "datatype") declare_datatype(c);
   else if (head == "datatype*") declare_datatypes(c);
   else if (head == "constructor") declare_constructor(c);
+  else if (head == "with-dynamic-cost") with_dynamic_cost(c);
   else if (head == "function") declare_function(c, FunctionKind::Function);
   else if (head == "relation") declare_function(c, FunctionKind::Relation);
   else if (head == "ruleset") declare_ruleset(c);
@@ -117,6 +118,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "check") check(c);
   else if (head == "fail") fail(c);
   else if (head == "extract") extract(c);
+  else if (head == "multi-extract") multi_extract(c);
   else if (head == "push") push(c);
   else if (head == "pop") pop(c);
   else if (head == "print-size") print_size(c);
@@ -268,6 +270,38 @@ void Session::declare_constructor(const Sexp& c) {
   std::uint64_t cost = parts.has(":cost") ? expect_count(parts.value(":cost"), "a cost") : 1;
   add_constructor(parts.positional[0]->text, inputs, output, cost, parts.has(":unextractable"),
                   c.span);
+}
+
+// (with-dynamic-cost DECL...): egglog's experimental dynamic costs. Every constructor the
+// declarations add gets a cost table, the function cost_table_NAME (its inputs) -> i64
+// :no-merge, that set-cost writes; extraction takes a row's cost from it before the declared
+// :cost (engine/extract.cpp).
+void Session::with_dynamic_cost(const Sexp& c) {
+  for (std::size_t i = 1; i < c.items.size(); ++i) {
+    const Sexp& d = c.items[i];
+    if (!d.is_list() || d.items.empty() ||
+        !(d.items[0].is_symbol("datatype") || d.items[0].is_symbol("datatype*") ||
+          d.items[0].is_symbol("constructor"))) {
+      throw UserError("with-dynamic-cost takes datatype, datatype* and constructor declarations", d.span);
+    }
+    std::size_t before = state_.egraph.num_functions();
+    dispatch(d);
+    for (engine::FunctionId f = static_cast<engine::FunctionId>(before); f < state_.egraph.num_functions(); ++f) {
+      const FunctionDecl& ctor = state_.egraph.function(f);
+      if (ctor.kind != FunctionKind::Constructor) continue;
+      FunctionDecl table;
+      table.name = engine::cost_table_name(ctor.name);
+      if (state_.egraph.find_function(table.name)) {
+        throw UserError("function '" + table.name + "' is already declared", d.span);
+      }
+      table.kind = FunctionKind::Function;
+      table.inputs = ctor.inputs;
+      table.output = builtins_.i64;
+      table.merge = engine::MergeKind::NoMerge;
+      table.unextractable = true;
+      state_.egraph.add_function(std::move(table));
+    }
+  }
 }
 
 void Session::declare_function(const Sexp& c, FunctionKind kind) {
@@ -504,7 +538,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
 
 void Session::run_top_level_actions(const Sexp& c) {
   const std::string& head = c.items[0].text;
-  static const std::set<std::string> actions{"set", "union", "delete", "subsume", "panic"};
+  static const std::set<std::string> actions{"set", "union", "delete", "subsume", "panic", "set-cost"};
   bool is_call = state_.egraph.find_function(head) || state_.egraph.primitives().contains(head);
   if (!actions.count(head) && !is_call) {
     throw UserError("unknown command or function '" + head + "'", c.items[0].span);
@@ -633,14 +667,43 @@ void Session::extract(const Sexp& c) {
       out_ << extractor.term(expr.sort, value) << "\n";
       return;
     }
+    // No extractable e-node prints an empty list, as in egglog (a single extract fails).
     std::vector<std::string> terms = extractor.variants(expr.sort, value, variants);
-    if (terms.empty()) throw UserError("no extractable term");
     out_ << "(\n";
     for (const std::string& t : terms) out_ << "   " << t << "\n";
     out_ << ")\n";
   } catch (const UserError& e) {
     throw support::RuntimeFailure("extraction failed: " + e.message(), c.span);
   }
+}
+
+// (multi-extract N e...): up to N variants of each expression (egglog's experimental command;
+// a container or primitive value has one).
+void Session::multi_extract(const Sexp& c) {
+  if (c.items.size() < 3) throw UserError("expected (multi-extract N expr...)", c.span);
+  std::uint64_t variants = expect_count(c.items[1], "a number of variants");
+  if (variants == 0) throw UserError("multi-extract needs a positive number of variants", c.items[1].span);
+  std::vector<std::pair<SortId, Value>> roots;
+  for (std::size_t i = 2; i < c.items.size(); ++i) {
+    CompiledExpression expr = compile_expression(scope(), c.items[i]);
+    std::vector<Value> registers(expr.program.num_registers);
+    engine::run_actions(state_.egraph, expr.program, registers.data());
+    roots.emplace_back(expr.sort, registers[expr.result]);
+  }
+  state_.egraph.rebuild();
+  engine::TreeExtractor extractor(state_.egraph);
+  std::string text = "(\n";
+  try {
+    for (auto [sort, value] : roots) {
+      std::vector<std::string> terms = extractor.variants(sort, state_.egraph.canonical(sort, value), variants);
+      text += "   (\n";
+      for (const std::string& t : terms) text += "      " + t + "\n";
+      text += "   )\n";
+    }
+  } catch (const UserError& e) {
+    throw support::RuntimeFailure("extraction failed: " + e.message(), c.span);
+  }
+  out_ << text << ")\n";
 }
 
 void Session::push(const Sexp& c) {

@@ -75,6 +75,8 @@ class Session {
   void check(const Sexp& c);
   void fail(const Sexp& c);
   void extract(const Sexp& c);
+  void with_dynamic_cost(const Sexp& c);
+  void multi_extract(const Sexp& c);
   void push(const Sexp& c);
   void pop(const Sexp& c);
   void print_size(const Sexp& c);

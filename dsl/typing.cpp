@@ -89,4 +89,28 @@ void check_arity(const FunctionDecl& f, const Sexp& call) {
   }
 }
 
+std::vector<std::pair<SortId, engine::Callable>> function_value_sorts(
+    const engine::EGraph& g, const std::string& target, const std::vector<SortId>& partial,
+    std::optional<SortId> expected) {
+  std::vector<std::pair<SortId, engine::Callable>> found;
+  for (SortId s = 0; s < g.num_sorts(); ++s) {
+    const engine::ContainerSort* fn = g.sort(s).container;
+    if (!fn || fn->kind() != engine::ContainerKind::Fn || (expected && *expected != s)) continue;
+    std::vector<SortId> inputs = partial;
+    inputs.insert(inputs.end(), fn->params().begin(), fn->params().end() - 1);
+    SortId output = fn->params().back();
+    if (std::optional<engine::FunctionId> f = g.find_function(target)) {
+      const FunctionDecl& decl = g.function(*f);
+      if (decl.inputs == inputs && decl.output == output) {
+        found.push_back({s, engine::Callable{target, nullptr, inputs, output}});
+      }
+      continue;
+    }
+    std::vector<std::optional<SortId>> wanted(inputs.begin(), inputs.end());
+    auto prims = matching_overloads(g, g.primitives().overloads(target), wanted, output);
+    if (!prims.empty()) found.push_back({s, engine::Callable{target, prims[0], inputs, output}});
+  }
+  return found;
+}
+
 }  // namespace kiln::dsl

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dsl/lower.hpp"
+#include "engine/container.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::dsl {
@@ -31,6 +32,12 @@ engine::SortId input_sort(const engine::Primitive& p, std::size_t i);
 std::vector<const engine::Primitive*> matching_overloads(
     const engine::EGraph& egraph, const std::vector<const engine::Primitive*>& overloads,
     const std::vector<std::optional<engine::SortId>>& args, std::optional<engine::SortId> result);
+
+// The UnstableFn sorts (only `expected`, when given) whose values can call `target` (a
+// constructor, function or primitive) with `partial` arguments first, each with its Callable.
+std::vector<std::pair<engine::SortId, engine::Callable>> function_value_sorts(
+    const engine::EGraph& egraph, const std::string& target, const std::vector<engine::SortId>& partial,
+    std::optional<engine::SortId> expected);
 
 // The sort of a literal (Int, Float, Bool, String, the empty list as Unit), or nullopt.
 std::optional<engine::SortId> literal_sort(const Scope& scope, const Sexp& e);

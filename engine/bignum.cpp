@@ -261,6 +261,11 @@ void add_bignum_sorts(EGraph& egraph, const Builtins& b) {
     if (x != 1) return fail("log of a BigRat is defined only at 1");
     return r = BigRat(0), true;
   });
+  // Likewise cbrt: egglog computes it only at 1 (and panics elsewhere, also at 0).
+  rat_unary("cbrt", [](const BigRat& x, BigRat& r) {
+    if (x != 1) return fail("cbrt of a BigRat is defined only at 1");
+    return r = BigRat(1), true;
+  });
   auto rat_compare = [&](const char* name, auto pred) {
     add(name, {qi, qi}, b.unit, [rats, pred](const Value* a, std::size_t, Value& r) {
       r = 0;

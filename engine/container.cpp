@@ -255,11 +255,28 @@ class ContainerPrimitives {
           std::set_difference(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
           return true;
         }));
+    // Argument-swapped forms (egglog's Python layer registers them for partial application).
+    add("multiset-remove-swapped", {t, self_}, self_, swapped("multiset-remove"));
+    add("multiset-subtract-swapped", {self_, self_}, self_, swapped("multiset-subtract"));
+    add("multiset-contains-swapped", {t, self_}, b_.unit, swapped("multiset-contains"));
+    add("multiset-not-contains-swapped", {t, self_}, b_.unit, swapped("multiset-not-contains"));
     add("multiset-reset-counts", {self_}, self_, to_self([](const ContainerSort& s, const Value* a, std::size_t, Items& out) {
           out = s.items(a[0]);
           out.erase(std::unique(out.begin(), out.end()), out.end());
           return true;
         }));
+  }
+
+  // The primitive `name` of this sort with its two arguments swapped (registered before).
+  PrimitiveFn swapped(const std::string& name) const {
+    PrimitiveFn fn;
+    for (const Primitive* p : table_.overloads(name)) {
+      if (p->owner == sort_.get()) fn = p->apply;
+    }
+    return [fn](const Value* a, std::size_t, Value& r) {
+      Value args[] = {a[1], a[0]};
+      return fn(args, 2, r);
+    };
   }
 
   void map() {
@@ -379,62 +396,236 @@ bool call_function_value(const ContainerSort& sort, Value fn, const Value* given
   return true;
 }
 
-// The higher-order primitives over container and function-value sorts, for every combination
-// that involves sort `added` (just declared): (unstable-vec-map f v) and (map-fold-kv f init m).
-void add_higher_order(EGraph& egraph, SortId added) {
-  auto as = [&](SortId s, ContainerKind kind) -> std::shared_ptr<const ContainerSort> {
-    const Sort& sort = egraph.sort(s);
-    if (!sort.container || sort.container->kind() != kind) return nullptr;
-    return std::shared_ptr<const ContainerSort>(sort.primitive, sort.container);
-  };
-  auto add = [&](std::string name, std::vector<SortId> inputs, SortId output, PrimitiveFn fn,
-                 const std::shared_ptr<const ContainerSort>& owner, SortId owner_id) {
-    egraph.primitives().add(
-        Primitive{std::move(name), std::move(inputs), output, false, std::move(fn), owner.get(), owner_id});
-  };
-  for (SortId fs = 0; fs < egraph.num_sorts(); ++fs) {
-    auto fn = as(fs, ContainerKind::Fn);
-    if (!fn) continue;
-    const std::vector<SortId>& sig = fn->params();  // inputs..., output
-    for (SortId a = 0; a < egraph.num_sorts(); ++a) {
-      for (SortId b = 0; b < egraph.num_sorts(); ++b) {
-        if (fs != added && a != added && b != added) continue;
-        auto in = as(a, ContainerKind::Vec), out = as(b, ContainerKind::Vec);
-        if (in && out && sig.size() == 2 && in->params()[0] == sig[0] && out->params()[0] == sig[1]) {
-          add("unstable-vec-map", {fs, a}, b,
-              [fn, in, out](const Value* x, std::size_t, Value& r) {
-                std::vector<Value> mapped;
-                for (Value item : in->items(x[1])) {
-                  Value y = 0;
-                  if (!call_function_value(*fn, x[0], &item, 1, y)) return false;
-                  mapped.push_back(y);
-                }
-                r = out->make(std::move(mapped));
-                return true;
-              },
-              fn, fs);
+// The higher-order primitives over container and function-value sorts (and the few others that
+// relate two container sorts), registered for every combination of sorts that involves sort
+// `added` (just declared): (unstable-vec-map f v), (map-fold-kv f init m), the
+// unstable-multiset-* family, (unstable-maybe-match m f default), (unstable-catch f) and
+// (multiset-sum-multisets mm).
+class HigherOrder {
+ public:
+  using Shared = std::shared_ptr<const ContainerSort>;
+
+  HigherOrder(EGraph& egraph, const Builtins& b) : egraph_(egraph), b_(b) {}
+
+  void add_all(SortId added) {
+    // Every primitive is owned by the newest sort it involves, `added`: a `pop` that removes
+    // any of its sorts removes that one (sorts go in the reverse order of their declaration).
+    owner_id_ = added;
+    owner_ = Shared(egraph_.sort(added).primitive, egraph_.sort(added).container);
+    for (SortId fs = 0; fs < egraph_.num_sorts(); ++fs) {
+      if (Shared fn = as(fs, ContainerKind::Fn)) {
+        for (SortId a = 0; a < egraph_.num_sorts(); ++a) {
+          if (fs == added || a == added) with_one_container(fs, fn, a);
+          for (SortId c = 0; c < egraph_.num_sorts(); ++c) {
+            if (fs == added || a == added || c == added) with_two_containers(fs, fn, a, c);
+          }
         }
       }
-      auto map = as(a, ContainerKind::Map);
-      if (map && (fs == added || a == added) && sig.size() == 4 && sig[0] == sig[3] &&
-          sig[1] == map->params()[0] && sig[2] == map->params()[1]) {
-        // Folds the entries in key order: acc = f(acc, key, value).
-        add("map-fold-kv", {fs, sig[0], a}, sig[0],
-            [fn, map](const Value* x, std::size_t, Value& r) {
-              Value acc = x[1];
-              const std::vector<Value>& items = map->items(x[2]);
-              for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
-                Value args[] = {acc, items[i], items[i + 1]};
-                if (!call_function_value(*fn, x[0], args, 3, acc)) return false;
-              }
-              r = acc;
-              return true;
-            },
-            fn, fs);
+    }
+    for (SortId a = 0; a < egraph_.num_sorts(); ++a) {
+      for (SortId c = 0; c < egraph_.num_sorts(); ++c) {
+        Shared outer = as(a, ContainerKind::MultiSet), inner = as(c, ContainerKind::MultiSet);
+        if ((a == added || c == added) && outer && inner && outer->params()[0] == c) {
+          // The sum of a multiset of multisets.
+          add("multiset-sum-multisets", {a}, c, [outer, inner](const Value* x, std::size_t, Value& r) {
+            Items all;
+            for (Value part : outer->items(x[0])) {
+              const Items& more = inner->items(part);
+              all.insert(all.end(), more.begin(), more.end());
+            }
+            r = inner->make(std::move(all));
+            return true;
+          });
+        }
       }
     }
   }
-}
+
+ private:
+  Shared as(SortId s, ContainerKind kind) const {
+    const Sort& sort = egraph_.sort(s);
+    if (!sort.container || sort.container->kind() != kind) return nullptr;
+    return Shared(sort.primitive, sort.container);
+  }
+
+  void add(std::string name, std::vector<SortId> inputs, SortId output, PrimitiveFn fn) {
+    egraph_.primitives().add(
+        Primitive{std::move(name), std::move(inputs), output, false, std::move(fn), owner_.get(), owner_id_});
+  }
+
+  // Primitives of a function-value sort `fs` (signature `sig`: inputs..., output) and one
+  // container sort `a`.
+  void with_one_container(SortId fs, const Shared& fn, SortId a) {
+    const std::vector<SortId>& sig = fn->params();
+    if (Shared map = as(a, ContainerKind::Map)) {
+      if (sig.size() == 4 && sig[0] == sig[3] && sig[1] == map->params()[0] && sig[2] == map->params()[1]) {
+        // Folds the entries in key order: acc = f(acc, key, value).
+        add("map-fold-kv", {fs, sig[0], a}, sig[0], [fn, map](const Value* x, std::size_t, Value& r) {
+          Value acc = x[1];
+          const Items& items = map->items(x[2]);
+          for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+            Value args[] = {acc, items[i], items[i + 1]};
+            if (!call_function_value(*fn, x[0], args, 3, acc)) return false;
+          }
+          r = acc;
+          return true;
+        });
+      }
+    }
+    if (Shared ms = as(a, ContainerKind::MultiSet)) {
+      SortId t = ms->params()[0];
+      if (sig.size() == 2 && sig[0] == t && sig[1] == b_.unit) {
+        // Keeps the elements (every occurrence) for which the predicate holds, or does not.
+        for (bool keep : {true, false}) {
+          add(keep ? "unstable-multiset-filter" : "unstable-multiset-filter-not", {fs, a}, a,
+              [fn, ms, keep](const Value* x, std::size_t, Value& r) {
+                Items kept;
+                for (Value item : ms->items(x[1])) {
+                  Value unit = 0;
+                  if (call_function_value(*fn, x[0], &item, 1, unit) == keep) kept.push_back(item);
+                }
+                primitive_failure_reason().clear();  // a failing predicate is an answer here
+                r = ms->make(std::move(kept));
+                return true;
+              });
+        }
+      }
+      if (sig.size() == 3 && sig[0] == t && sig[1] == t && sig[2] == t) {
+        // Folds the elements in order, starting from the first; `init` answers an empty multiset.
+        add("unstable-multiset-reduce", {fs, t, a}, t, [fn, ms](const Value* x, std::size_t, Value& r) {
+          const Items& items = ms->items(x[2]);
+          if (items.empty()) {
+            r = x[1];
+            return true;
+          }
+          Value acc = items[0];
+          for (std::size_t i = 1; i < items.size(); ++i) {
+            Value args[] = {acc, items[i]};
+            if (!call_function_value(*fn, x[0], args, 2, acc)) return false;
+          }
+          r = acc;
+          return true;
+        });
+      }
+      if (sig.size() == 3 && sig[0] == a && sig[1] == t && sig[2] == b_.i64) {
+        add_index_commands(fs, fn, a, ms);
+      }
+    }
+    if (Shared maybe = as(a, ContainerKind::Maybe)) {
+      if (sig.size() == 2 && sig[0] == maybe->params()[0]) {
+        // f(x) for (maybe-some x), else the default.
+        add("unstable-maybe-match", {a, fs, sig[1]}, sig[1], [fn, maybe](const Value* x, std::size_t, Value& r) {
+          const Items& items = maybe->items(x[0]);
+          if (items.empty()) {
+            r = x[2];
+            return true;
+          }
+          return call_function_value(*fn, x[1], items.data(), 1, r);
+        });
+      }
+      if (sig.size() == 1 && sig[0] == maybe->params()[0]) {
+        // (maybe-some (f)), or maybe-none when the call fails.
+        add("unstable-catch", {fs}, a, [fn, maybe](const Value* x, std::size_t, Value& r) {
+          Value y = 0;
+          if (call_function_value(*fn, x[0], nullptr, 0, y)) {
+            r = maybe->make({y});
+          } else {
+            primitive_failure_reason().clear();
+            r = maybe->make({});
+          }
+          return true;
+        });
+      }
+    }
+  }
+
+  // (unstable-multiset-fill-index ms f) sets f(ms, x) to the count of x for every element x whose
+  // row is absent; (unstable-multiset-clear-index ms f) deletes those rows. `f` names a function
+  // (its partial arguments come first). Top-level actions only, as in egglog (lower_actions).
+  void add_index_commands(SortId fs, const Shared& fn, SortId a, const Shared& ms) {
+    for (bool fill : {true, false}) {
+      add(fill ? "unstable-multiset-fill-index" : "unstable-multiset-clear-index", {a, fs}, b_.unit,
+          [fn, ms, fill](const Value* x, std::size_t, Value& r) {
+            r = 0;
+            const Items& fn_items = fn->items(x[1]);
+            const Callable& target = fn->callable(fn_items[0]);
+            PrimitiveContext& context = primitive_context();
+            std::optional<FunctionId> f =
+                target.primitive || !context.egraph ? std::nullopt : context.egraph->find_function(target.name);
+            if (!f || context.egraph->function(*f).kind != FunctionKind::Function) {
+              primitive_failure_reason() = "'" + target.name + "' is not a function";
+              return false;
+            }
+            if (!context.may_insert) {
+              primitive_failure_reason() = "only top-level actions may change a function's rows";
+              return false;
+            }
+            Items keys(fn_items.begin() + 1, fn_items.end());
+            keys.push_back(x[0]);
+            keys.push_back(0);
+            const Items& items = ms->items(x[0]);
+            for (std::size_t i = 0; i < items.size();) {
+              std::size_t j = i;
+              while (j < items.size() && items[j] == items[i]) ++j;
+              keys.back() = items[i];
+              if (!fill) {
+                context.egraph->remove(*f, keys.data());
+              } else if (!context.egraph->lookup(*f, keys.data())) {
+                context.egraph->set(*f, keys.data(), I64Sort::make(static_cast<i64>(j - i)));
+              }
+              i = j;
+            }
+            return true;
+          });
+    }
+  }
+
+  // Primitives that map one container sort `a` to another `c` through function value `fn`.
+  void with_two_containers(SortId fs, const Shared& fn, SortId a, SortId c) {
+    const std::vector<SortId>& sig = fn->params();
+    if (sig.size() != 2) return;
+    auto mapper = [&](const char* name, ContainerKind kind) {
+      Shared in = as(a, kind), out = as(c, kind);
+      if (!in || !out || in->params()[0] != sig[0] || out->params()[0] != sig[1]) return;
+      add(name, {fs, a}, c, [fn, in, out](const Value* x, std::size_t, Value& r) {
+        Items mapped;
+        for (Value item : in->items(x[1])) {
+          Value y = 0;
+          if (call_function_value(*fn, x[0], &item, 1, y)) mapped.push_back(y);
+        }
+        primitive_failure_reason().clear();  // egglog drops an element whose call fails
+        r = out->make(std::move(mapped));
+        return true;
+      });
+    };
+    mapper("unstable-vec-map", ContainerKind::Vec);
+    mapper("unstable-multiset-map", ContainerKind::MultiSet);
+    Shared in = as(a, ContainerKind::MultiSet), out = as(c, ContainerKind::MultiSet);
+    if (in && out && a == c && in->params()[0] == sig[0] && sig[1] == c) {
+      // The sum of f(x) over the elements (egglog has it for one multiset sort only).
+      add("unstable-multiset-flat-map", {fs, a}, c, [fn, in, out](const Value* x, std::size_t, Value& r) {
+        Items all;
+        for (Value item : in->items(x[1])) {
+          Value part = 0;
+          if (call_function_value(*fn, x[0], &item, 1, part)) {
+            const Items& more = out->items(part);
+            all.insert(all.end(), more.begin(), more.end());
+          } else {
+            all.push_back(item);  // egglog keeps an element whose call fails
+          }
+        }
+        primitive_failure_reason().clear();
+        r = out->make(std::move(all));
+        return true;
+      });
+    }
+  }
+
+  EGraph& egraph_;
+  const Builtins& b_;
+  Shared owner_;
+  SortId owner_id_ = 0;
+};
 
 }  // namespace
 
@@ -498,6 +689,20 @@ std::string ContainerSort::print(Value v) const {
   return out + ")";
 }
 
+void for_each_eclass(const EGraph& egraph, SortId sort, Value value, const std::function<void(Value)>& visit) {
+  const Sort& s = egraph.sort(sort);
+  if (s.is_eq) {
+    visit(value);
+    return;
+  }
+  if (!s.holds_eclasses || !s.container) return;
+  const std::vector<Value>& items = s.container->items(value);
+  // A function value's first item is its target's index, not an element.
+  for (std::size_t i = s.container->kind() == ContainerKind::Fn ? 1 : 0; i < items.size(); ++i) {
+    for_each_eclass(egraph, s.container->item_sort(items, i), items[i], visit);
+  }
+}
+
 bool container_kind(const std::string& name, ContainerKind& kind, std::size_t& arity) {
   static const std::map<std::string, std::pair<ContainerKind, std::size_t>> kinds{
       {"Vec", {ContainerKind::Vec, 1}},   {"Set", {ContainerKind::Set, 1}},
@@ -526,7 +731,7 @@ SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::s
     case ContainerKind::Maybe: prims.maybe(); break;
     case ContainerKind::Fn: break;  // add_function_value_sort registers unstable-app
   }
-  add_higher_order(egraph, self);
+  HigherOrder(egraph, builtins).add_all(self);
   return self;
 }
 
@@ -546,7 +751,7 @@ SortId add_function_value_sort(EGraph& egraph, const Builtins& builtins, const s
         return call_function_value(*sort, a[0], a + 1, n - 1, r);
       },
       sort.get(), self});
-  add_higher_order(egraph, self);
+  HigherOrder(egraph, builtins).add_all(self);
   return self;
 }
 

@@ -5,6 +5,7 @@
 // it equal to the container built from the merged classes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ class ContainerSort final : public PrimitiveSort {
 
 // The container kind named `name` (Vec, Set, ...) and its number of sort parameters, or false.
 bool container_kind(const std::string& name, ContainerKind& kind, std::size_t& arity);
+
+// Calls visit(eclass) for every e-class that `value` of `sort` holds: the value itself for an
+// eq-sort, else the elements of a container (through nested containers, and a function value's
+// partial arguments). Extraction and dumps follow these as children.
+void for_each_eclass(const EGraph& egraph, SortId sort, Value value, const std::function<void(Value)>& visit);
 
 // Declares sort `name` = (UnstableFn (inputs...) output) and registers its unstable-app.
 SortId add_function_value_sort(EGraph& egraph, const Builtins& builtins, const std::string& name,

@@ -1,5 +1,7 @@
 #include "engine/dump.hpp"
 
+#include "engine/container.hpp"
+
 #include <map>
 #include <set>
 #include <sstream>
@@ -50,11 +52,32 @@ std::set<Value> reachable(const EGraph& egraph, Value root) {
       const FunctionDecl& decl = egraph.function(f);
       const Value* row = egraph.table(f).row(r);
       for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
-        if (egraph.sort(decl.inputs[i]).is_eq) work.push_back(egraph.find_const(row[i]));
+        for_each_eclass(egraph, decl.inputs[i], row[i],
+                        [&](Value child) { work.push_back(egraph.find_const(child)); });
       }
     }
   }
   return seen;
+}
+
+// A container value as a literal whose e-classes print as e<N>, numbered by `id_of(class, sort)`.
+template <class IdOf>
+std::string print_container(const EGraph& egraph, SortId sort, Value value, IdOf&& id_of) {
+  const Sort& s = egraph.sort(sort);
+  if (s.is_eq) return "e" + std::to_string(id_of(value, sort));
+  if (!s.holds_eclasses || !s.container) return s.primitive->print(value);
+  const ContainerSort& c = *s.container;
+  const std::vector<Value>& items = c.items(value);
+  std::string out = std::string("(") + c.head(value);
+  std::size_t first = 0;
+  if (c.kind() == ContainerKind::Fn) {
+    out += " \"" + c.callable(items[0]).name + "\"";
+    first = 1;
+  }
+  for (std::size_t i = first; i < items.size(); ++i) {
+    out += " " + print_container(egraph, c.item_sort(items, i), items[i], id_of);
+  }
+  return out + ")";
 }
 
 // Numbers e-classes by first appearance over constructor rows in table order.
@@ -81,6 +104,12 @@ Numbered number(const EGraph& egraph, std::optional<Value> root) {
         const Sort& s = egraph.sort(decl.inputs[i]);
         if (s.is_eq) {
           node.children.push_back(id_of(row[i], decl.inputs[i]));
+        } else if (s.holds_eclasses) {
+          // A container of e-classes: its classes are children, and its literal names them.
+          node.literals.push_back(print_container(egraph, decl.inputs[i], row[i], [&](Value c, SortId sort) {
+            node.children.push_back(id_of(c, sort));
+            return node.children.back();
+          }));
         } else {
           node.literals.push_back(s.primitive->print(row[i]));
         }

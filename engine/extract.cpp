@@ -36,6 +36,12 @@ void for_each_enode(const EGraph& egraph, Visit&& visit) {
 }  // namespace
 
 TreeExtractor::TreeExtractor(const EGraph& egraph) : egraph_(egraph) {
+  for (FunctionId f = 0; f < egraph_.num_functions(); ++f) {
+    const FunctionDecl& decl = egraph_.function(f);
+    cost_tables_.push_back(decl.kind == FunctionKind::Constructor
+                               ? egraph_.find_function(cost_table_name(decl.name))
+                               : std::nullopt);
+  }
   // Bellman-Ford style: relax every e-node until no class gets cheaper. Strict improvement only,
   // so ties keep the earlier (older) e-node and results are deterministic.
   bool changed = true;
@@ -58,6 +64,12 @@ std::optional<std::uint64_t> TreeExtractor::node_cost(const ENode& node) const {
   const FunctionDecl& decl = egraph_.function(node.function);
   const Value* row = egraph_.table(node.function).row(node.row);
   std::uint64_t total = decl.cost;
+  if (const std::optional<FunctionId>& table = cost_tables_[node.function]) {
+    const Table& costs = egraph_.table(*table);
+    RowId r = costs.find(row);
+    // A negative dynamic cost counts as 0 (costs are unsigned here).
+    if (r != kNoRow && costs.alive(r)) total = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(costs.output(r))));
+  }
   for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
     std::optional<std::uint64_t> c = cost(decl.inputs[i], row[i]);
     if (!c) return std::nullopt;
@@ -273,17 +285,23 @@ DagExtractor::DagExtractor(const EGraph& egraph, ENodeCost cost) : egraph_(egrap
       const Value* row = egraph_.table(node.function).row(node.row);
       Value eclass = egraph_.find_const(row[decl.inputs.size()]);
       std::map<Value, double> classes;
-      for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
-        if (!egraph_.sort(decl.inputs[i]).is_eq) continue;
-        auto child = best_.find(egraph_.find_const(row[i]));
-        if (child == best_.end()) return;
-        // Each class at the cost of its *current* choice: a child's map may hold an older,
-        // dearer cost for a class another child already sees improved.
-        for (const auto& [id, old_cost] : child->second.classes) {
-          classes.emplace(id, best_.at(id).classes.at(id));
-        }
+      bool complete = true;
+      for (std::size_t i = 0; i < decl.inputs.size() && complete; ++i) {
+        // Children are the e-classes of the arguments, also those inside containers.
+        for_each_eclass(egraph_, decl.inputs[i], row[i], [&](Value child_class) {
+          auto child = best_.find(egraph_.find_const(child_class));
+          if (child == best_.end()) {
+            complete = false;
+            return;
+          }
+          // Each class at the cost of its *current* choice: a child's map may hold an older,
+          // dearer cost for a class another child already sees improved.
+          for (const auto& [id, old_cost] : child->second.classes) {
+            classes.emplace(id, best_.at(id).classes.at(id));
+          }
+        });
       }
-      if (classes.count(eclass)) return;  // a cycle through this class
+      if (!complete || classes.count(eclass)) return;  // a child without a term, or a cycle
       classes[eclass] = cost(egraph_, node);
       double total = 0;
       for (const auto& [id, c] : classes) total += c;
@@ -311,7 +329,8 @@ std::optional<DagExtractor::Result> DagExtractor::extract(Value root) const {
     const FunctionDecl& decl = egraph_.function(best.node.function);
     const Value* row = egraph_.table(best.node.function).row(best.node.row);
     for (std::size_t i = 0; i < decl.inputs.size(); ++i) {
-      if (egraph_.sort(decl.inputs[i]).is_eq) work.push_back(egraph_.find_const(row[i]));
+      for_each_eclass(egraph_, decl.inputs[i], row[i],
+                      [&](Value child) { work.push_back(egraph_.find_const(child)); });
     }
   }
   for (const auto& [eclass, node] : result.choice) result.cost += best_.at(eclass).classes.at(eclass);

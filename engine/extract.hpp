@@ -20,6 +20,11 @@ struct ENode {
   RowId row = kNoRow;
 };
 
+// The cost table of a constructor declared inside `with-dynamic-cost` (egglog's experimental
+// dynamic costs): a function of the constructor's inputs to i64 whose row, when present,
+// replaces the constructor's declared :cost for that e-node.
+inline std::string cost_table_name(const std::string& constructor) { return "cost_table_" + constructor; }
+
 class TreeExtractor {
  public:
   explicit TreeExtractor(const EGraph& egraph);
@@ -47,6 +52,7 @@ class TreeExtractor {
   int compare_terms(SortId sort, Value a, Value b, std::size_t depth = 0) const;
 
   const EGraph& egraph_;
+  std::vector<std::optional<FunctionId>> cost_tables_;  // by constructor
   std::map<Value, Best> best_;  // by canonical e-class id
   // Containers print recursively (a term nests through them as deep as the e-graph lets it),
   // so their nesting is bounded to keep the call stack safe.

@@ -129,3 +129,17 @@ TEST_CASE("dump: with a root, only what it reaches is dumped, numbered the same 
   CHECK(count(plain.first, "\"op\": \"Neg\"") == 0);
   CHECK(count(plain.second, "subgraph cluster_") == 3);
 }
+
+TEST_CASE("dump: e-classes inside containers are children, named in the container literal", "[engine]") {
+  TestProgram p;
+  p.run("(datatype* (E (Leaf i64) (Group EV)) (sort EV (Vec E)))\n"
+        "(let root (Group (vec-of (Leaf 1) (Leaf 2) (Leaf 1))))\n"
+        "(let other (Leaf 3))\n");
+  std::string json = engine::to_json(p.egraph(), p.global("root").value);
+  // Leaf 1 and Leaf 2 are reachable through the Vec; Leaf 3 is not.
+  CHECK(count(json, "\"op\": \"Leaf\"") == 2);
+  CHECK(json.find("\"(vec-of e0 e1 e0)\"") != std::string::npos);
+  CHECK(json.find("\"children\": [0, 1, 0]") != std::string::npos);
+  std::string dot = engine::to_dot(p.egraph(), p.global("root").value);
+  CHECK(count(dot, "lhead=cluster_") == 3);
+}

@@ -204,3 +204,31 @@ TEST_CASE("extract: the DAG extractor has nothing for a class without extractabl
   REQUIRE(y.has_value());
   CHECK(y->cost == Approx(1.0));
 }
+
+TEST_CASE("extract: the DAG extractor follows e-classes inside containers", "[engine]") {
+  TestProgram p;
+  p.run("(datatype E (Leaf i64) (Wrap E))\n"
+        "(sort EV (Vec E))\n"
+        "(constructor Group (EV) E)\n"
+        "(let shared (Wrap (Leaf 1)))\n"
+        "(let root (Group (vec-of shared shared (Leaf 2))))\n");
+  engine::DagExtractor dag(p.egraph(),
+                           [](const engine::EGraph&, const engine::ENode&) { return 1.0; });
+  auto r = dag.extract(p.global("root").value);
+  REQUIRE(r.has_value());
+  // Group, Wrap, Leaf 1, Leaf 2: the class used twice through the Vec is paid once.
+  CHECK(r->choice.size() == 4);
+  CHECK(r->cost == Approx(4.0));
+  CHECK(r->choice.count(p.egraph().find_const(p.global("shared").value)) == 1);
+}
+
+TEST_CASE("extract: a container element without a term leaves its e-node without a DAG term", "[engine]") {
+  TestProgram p;
+  p.run("(datatype E (Leaf i64) (Hidden i64 :unextractable))\n"
+        "(sort ES (Set E))\n"
+        "(constructor Group (ES) E)\n"
+        "(let root (Group (set-of (Leaf 1) (Hidden 2))))\n");
+  engine::DagExtractor dag(p.egraph(),
+                           [](const engine::EGraph&, const engine::ENode&) { return 1.0; });
+  CHECK_FALSE(dag.extract(p.global("root").value).has_value());
+}
