@@ -77,6 +77,7 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
   // HLIR op e-nodes: the interpreter on both sides.
   const auto kernel = view.function("Kernel");
   const auto gemm = view.function("Gemm");
+  const auto qgemm = view.function("QGemm");
   std::vector<ENode> executable;
   for (engine::FunctionId f = 0; f < session.egraph().num_functions(); ++f) {
     if (session.egraph().function(f).output != view.hlir_sort()) continue;
@@ -86,7 +87,7 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
       const ENode node{f, r};
       const std::string rule = view.origin(node);
       if (rule.empty() || taken[rule] >= options.samples_per_rule) continue;
-      if ((kernel && f == *kernel) || (gemm && f == *gemm)) {
+      if ((kernel && f == *kernel) || (gemm && f == *gemm) || (qgemm && f == *qgemm)) {
         executable.push_back(node);
         continue;
       }
@@ -112,7 +113,9 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
     bool ok = true;
     const ClassValue* want = values.get(c);
     for (const ENode& node : view.nodes(c)) {
-      if (!ok || !want || view.is(node, "Kernel") || view.is(node, "Gemm")) continue;
+      if (!ok || !want || view.is(node, "Kernel") || view.is(node, "Gemm") || view.is(node, "QGemm")) {
+        continue;
+      }
       ClassValues::Evaluated e = values.evaluate(node);
       if (e.value && !compare(*e.value, *want).empty()) ok = false;
     }
