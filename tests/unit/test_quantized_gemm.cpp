@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "graph/interpret.hpp"
 #include "graph/quantized.hpp"
 #include "runtime/native.hpp"
 #include "targets/gemm_reference.hpp"
