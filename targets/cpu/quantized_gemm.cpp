@@ -7,11 +7,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "graph/dtype.hpp"
 #include "graph/quantized.hpp"
 #include "support/diagnostic.hpp"
 #include "targets/cpu/gemm.hpp"
 #include "targets/cpu/threads.hpp"
 #include "targets/gemm_reference.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace kiln::targets::cpu {
 
@@ -50,6 +55,33 @@ KILN_INLINE float half_at(const std::uint16_t* p) {
   return static_cast<float>(h);
 }
 
+// n f16 scales as f32 (a row's, converted once so that each block's scale is one broadcast
+// operand of its multiply-add). GCC 12 converts f16 vectors element by element, so the
+// instructions are asked for by name, on the machines that have them.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,f16c"))) void halves_f16c(const std::uint16_t* h, float* out,
+                                                      long long n) {
+  long long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(h + i))));
+  }
+  for (; i < n; ++i) out[i] = _cvtsh_ss(h[i]);
+}
+#endif
+void halves_portable(const std::uint16_t* h, float* out, long long n) {
+  for (long long i = 0; i < n; ++i) out[i] = static_cast<float>(graph::half_value(h[i]));
+}
+using HalvesFn = void (*)(const std::uint16_t*, float*, long long);
+HalvesFn pick_halves() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return halves_f16c;
+#endif
+  return halves_portable;
+}
+const HalvesFn halves = pick_halves();
+
 // The 32 elements of one block as two vectors of f32 quants (before the scale): elements
 // 0..15 and 16..31.
 template <QuantFormat F>
@@ -81,17 +113,18 @@ constexpr long long kQuantBytes(QuantFormat f) { return f == QuantFormat::Q8_0 ?
 constexpr long long kScales(QuantFormat f) { return f == QuantFormat::Q4_1 ? 2 : 1; }
 
 // y[o * incy] = W[o, :] . x for o in [first, last); `block_sums` holds each block's sum of x
-// (for Q4_1's offsets m). Two blocks a pass, so two accumulator chains overlap.
+// (for Q4_1's offsets m), `row_scales` room for one row's scales as f32. Two blocks a pass,
+// so two accumulator chains overlap.
 template <QuantFormat F>
 KILN_INLINE void dot_rows(const float* x, const float* block_sums, const std::uint8_t* quants,
-              const std::uint16_t* scales, long long blocks, float* y, long long incy,
-              long long first, long long last) {
+                          const std::uint16_t* scales, long long blocks, float* y, long long incy,
+                          long long first, long long last, float* row_scales) {
   constexpr long long qb = kQuantBytes(F), sb = kScales(F);
   for (long long o = first; o < last; ++o) {
     const std::uint8_t* q = quants + o * blocks * qb;
-    const std::uint16_t* s = scales + o * blocks * sb;
+    halves(scales + o * blocks * sb, row_scales, blocks * sb);
+    const float* s = row_scales;
     F16 acc0 = {}, acc1 = {};
-    float offsets = 0.0f;
     long long b = 0;
     for (; b + 2 <= blocks; b += 2) {
       F16 l0, h0, l1, h1;
@@ -100,19 +133,18 @@ KILN_INLINE void dot_rows(const float* x, const float* block_sums, const std::ui
       const float* xb = x + b * 32;
       const F16 t0 = l0 * load16(xb) + h0 * load16(xb + 16);
       const F16 t1 = l1 * load16(xb + 32) + h1 * load16(xb + 48);
-      acc0 += t0 * half_at(s + b * sb);
-      acc1 += t1 * half_at(s + (b + 1) * sb);
-      if constexpr (F == QuantFormat::Q4_1) {
-        offsets += half_at(s + b * sb + 1) * block_sums[b] +
-                   half_at(s + (b + 1) * sb + 1) * block_sums[b + 1];
-      }
+      acc0 += t0 * s[b * sb];
+      acc1 += t1 * s[(b + 1) * sb];
     }
     for (; b < blocks; ++b) {
       F16 l0, h0;
       block_quants<F>(q + b * qb, l0, h0);
       const float* xb = x + b * 32;
-      acc0 += (l0 * load16(xb) + h0 * load16(xb + 16)) * half_at(s + b * sb);
-      if constexpr (F == QuantFormat::Q4_1) offsets += half_at(s + b * sb + 1) * block_sums[b];
+      acc0 += (l0 * load16(xb) + h0 * load16(xb + 16)) * s[b * sb];
+    }
+    float offsets = 0.0f;
+    if constexpr (F == QuantFormat::Q4_1) {
+      for (long long c = 0; c < blocks; ++c) offsets += s[c * 2 + 1] * block_sums[c];
     }
     y[o * incy] = sum16(acc0 + acc1) + offsets;
   }
@@ -146,18 +178,21 @@ KILN_INLINE void dequantize_rows(const std::uint8_t* quants, const std::uint16_t
 // The format's entry points, one clone set each (target_clones does not mix with templates).
 KILN_VECTOR_CLONES void dot_rows_q8_0(const float* x, const float* bs, const std::uint8_t* q,
                                       const std::uint16_t* s, long long blocks, float* y,
-                                      long long incy, long long first, long long last) {
-  dot_rows<QuantFormat::Q8_0>(x, bs, q, s, blocks, y, incy, first, last);
+                                      long long incy, long long first, long long last,
+                                      float* row_scales) {
+  dot_rows<QuantFormat::Q8_0>(x, bs, q, s, blocks, y, incy, first, last, row_scales);
 }
 KILN_VECTOR_CLONES void dot_rows_q4_0(const float* x, const float* bs, const std::uint8_t* q,
                                       const std::uint16_t* s, long long blocks, float* y,
-                                      long long incy, long long first, long long last) {
-  dot_rows<QuantFormat::Q4_0>(x, bs, q, s, blocks, y, incy, first, last);
+                                      long long incy, long long first, long long last,
+                                      float* row_scales) {
+  dot_rows<QuantFormat::Q4_0>(x, bs, q, s, blocks, y, incy, first, last, row_scales);
 }
 KILN_VECTOR_CLONES void dot_rows_q4_1(const float* x, const float* bs, const std::uint8_t* q,
                                       const std::uint16_t* s, long long blocks, float* y,
-                                      long long incy, long long first, long long last) {
-  dot_rows<QuantFormat::Q4_1>(x, bs, q, s, blocks, y, incy, first, last);
+                                      long long incy, long long first, long long last,
+                                      float* row_scales) {
+  dot_rows<QuantFormat::Q4_1>(x, bs, q, s, blocks, y, incy, first, last, row_scales);
 }
 KILN_VECTOR_CLONES void dequantize_rows_q8_0(const std::uint8_t* q, const std::uint16_t* s,
                                              long long blocks, long long first, long long last,
@@ -193,9 +228,10 @@ struct Product {
     const float* ap = a + s.offset_a + p * s.stride_a;
     float* cp = c + p * s.stride_c;
     if (s.m <= 2) {
-      thread_local std::vector<float> x, sums;
+      thread_local std::vector<float> x, sums, row_scales;
       x.resize(static_cast<std::size_t>(s.k));
       sums.resize(static_cast<std::size_t>(blocks));
+      row_scales.resize(static_cast<std::size_t>(2 * blocks));
       for (long long i = 0; i < s.m; ++i) {
         for (long long j = 0; j < s.k; ++j) {
           x[static_cast<std::size_t>(j)] = s.trans_a ? ap[j * s.lda + i] : ap[i * s.lda + j];
@@ -208,13 +244,16 @@ struct Product {
         float* y = cp + i * s.ldc;
         switch (format) {
           case QuantFormat::Q8_0:
-            dot_rows_q8_0(x.data(), sums.data(), quants, scales, blocks, y, 1, first, last);
+            dot_rows_q8_0(x.data(), sums.data(), quants, scales, blocks, y, 1, first, last,
+                          row_scales.data());
             break;
           case QuantFormat::Q4_0:
-            dot_rows_q4_0(x.data(), sums.data(), quants, scales, blocks, y, 1, first, last);
+            dot_rows_q4_0(x.data(), sums.data(), quants, scales, blocks, y, 1, first, last,
+                          row_scales.data());
             break;
           case QuantFormat::Q4_1:
-            dot_rows_q4_1(x.data(), sums.data(), quants, scales, blocks, y, 1, first, last);
+            dot_rows_q4_1(x.data(), sums.data(), quants, scales, blocks, y, 1, first, last,
+                          row_scales.data());
             break;
         }
       }
