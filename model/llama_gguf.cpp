@@ -106,7 +106,6 @@ std::map<std::string, graph::QuantFormat> llama_quantized_weights(
     const std::optional<graph::QuantFormat> f = quant_format(t.type);
     if (name.empty() || !f || t.shape.size() != 2) continue;
     if (name == "embed.weight" && !config.tied_embeddings) continue;
-    if (name.find("norm") != std::string::npos) continue;
     out[name] = *f;
   }
   return out;

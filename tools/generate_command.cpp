@@ -96,8 +96,13 @@ int run_generate(const GenerateOptions& o) {
   }
   std::unique_ptr<runtime::Target> target = targets::make_target(o.target);
   const int threads = target->set_threads(o.threads);
+  // Weights stay blocks where the target multiplies by blocks (its library has gemm-<format>).
+  const std::vector<std::string>& ops = target->capabilities().library_ops;
+  const bool block_products = std::any_of(ops.begin(), ops.end(), [](const std::string& op) {
+    return op.rfind("gemm-", 0) == 0;
+  });
   LlamaProgram program(file, context, *target,
-                       {!o.one_op, !o.quiet, threads, !o.one_op && !o.dequantize});
+                       {!o.one_op, !o.quiet, threads, !o.one_op && !o.dequantize && block_products});
   const auto& c = program.config();
   std::cerr << "model " << c.name << ": " << c.layers << " layers, hidden " << c.hidden << ", "
             << c.heads << "/" << c.kv_heads << " heads, vocab " << c.vocab << ", "
