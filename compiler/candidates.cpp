@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "engine/builtins.hpp"
+#include "graph/quantized.hpp"
 #include "support/diagnostic.hpp"
+#include "targets/gemm_reference.hpp"
 
 namespace kiln::compiler {
 
@@ -128,6 +130,35 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsu
     c.op = std::move(call);
     out.push_back(std::move(c));
   }, subsumed_too);
+  view.for_rows("QGemm", [&](RowId r, const Value* row) {
+    CandidateInfo c;
+    c.node = ENode{*view.function("QGemm"), r};
+    c.output = view.find(row[8]);
+    c.how = "quantized gemm";
+    c.what = "c" + std::to_string(c.output) + " as quantized gemm";
+    auto a = view.operand(row[1]);
+    const std::string& format_name = sorts.string_sort->get(row[0]);
+    std::optional<graph::QuantFormat> format = graph::parse_quant_format(format_name);
+    if (!a || !format) {
+      c.rejected = true;
+      c.why = !format ? "the unknown format \"" + format_name + "\"" : "an operand is not an Operand term";
+      c.op = runtime::LibraryCall{};
+      out.push_back(std::move(c));
+      return;
+    }
+    c.inputs = {a->buffer, view.find(row[2]), view.find(row[3])};
+    const graph::Expr n = sorts.expr_sort->get(row[6]), k = sorts.expr_sort->get(row[7]);
+    EGraphView::Operand b{};
+    b.trans = 1;
+    b.ld = k;
+    b.offset = graph::Expr(0);
+    b.stride = graph::Expr(0);
+    runtime::LibraryCall call = gemm_call(graph::DType::F32, *a, b, sorts.expr_sort->get(row[4]),
+                                          sorts.expr_sort->get(row[5]), n, k);
+    call.op = targets::quantized_gemm_op(*format);
+    c.op = std::move(call);
+    out.push_back(std::move(c));
+  }, subsumed_too);
   return out;
 }
 
@@ -167,11 +198,16 @@ Sized size_candidate(const CandidateInfo& info, ClassValues& values, const graph
                   std::to_string(have.size());
         return out;
       }
+      const bool quantized =
+          targets::quantized_gemm_format(std::get<runtime::LibraryCall>(info.op).op).has_value();
       for (std::size_t i = 0; i < have.size(); ++i) {
         if (have[i] < c.input_elements[i]) {
           static const char* const kOperands[] = {"A", "B", "bias", "C0"};
+          static const char* const kQuantized[] = {"A", "the quants", "the scales"};
           out.why = std::string("it reads ") + std::to_string(c.input_elements[i]) +
-                    " elements of operand " + kOperands[std::min<std::size_t>(i, 3)] +
+                    " elements of operand " +
+                    (quantized ? kQuantized[std::min<std::size_t>(i, 2)]
+                               : kOperands[std::min<std::size_t>(i, 3)]) +
                     ", whose buffer holds " + std::to_string(have[i]);
           return out;
         }

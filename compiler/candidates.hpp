@@ -1,5 +1,5 @@
 // The search's candidates phase: every executable e-node of a group's e-graph (a Kernel or a
-// Gemm row) with the e-classes it reads and computes, and how to size it at given dims.
+// Gemm or QGemm row) with the e-classes it reads and computes, and how to size it at given dims.
 #pragma once
 
 #include <limits>
@@ -26,14 +26,14 @@ struct CandidateInfo {
   // rules proved nothing else reads it); otherwise an aliased input is copied first.
   bool in_place = false;
   std::string what;  // for reports: `c12 (Add) as kernel ...`
-  std::string how;   // "kernel", "kernel in place", "gemm"
+  std::string how;   // "kernel", "kernel in place", "gemm", "quantized gemm"
   bool rejected = false;
   std::string why;   // the check that rejected it
   double cost = std::numeric_limits<double>::infinity();
   bool measured = false;
 };
 
-// Every live Kernel and Gemm row, in row order. A row whose operands cannot be read (a Gemm
+// Every live Kernel, Gemm and QGemm row, in row order. A row whose operands cannot be read (a Gemm
 // dtype that is not a dtype) comes back rejected with the reason.
 // `subsumed_too`: also the subsumed rows (for judging the rules that made them).
 std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsumed_too = false);

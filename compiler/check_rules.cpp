@@ -78,6 +78,7 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
   const auto kernel = view.function("Kernel");
   const auto gemm = view.function("Gemm");
   const auto gemm_bias = view.function("GemmBias");
+  const auto qgemm = view.function("QGemm");
   std::vector<ENode> executable;
   for (engine::FunctionId f = 0; f < session.egraph().num_functions(); ++f) {
     if (session.egraph().function(f).output != view.hlir_sort()) continue;
@@ -87,7 +88,8 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
       const ENode node{f, r};
       const std::string rule = view.origin(node);
       if (rule.empty() || taken[rule] >= options.samples_per_rule) continue;
-      if ((kernel && f == *kernel) || (gemm && f == *gemm) || (gemm_bias && f == *gemm_bias)) {
+      if ((kernel && f == *kernel) || (gemm && f == *gemm) || (gemm_bias && f == *gemm_bias) ||
+          (qgemm && f == *qgemm)) {
         executable.push_back(node);
         continue;
       }
@@ -114,7 +116,7 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
     const ClassValue* want = values.get(c);
     for (const ENode& node : view.nodes(c)) {
       if (!ok || !want || view.is(node, "Kernel") || view.is(node, "Gemm") ||
-          view.is(node, "GemmBias")) {
+          view.is(node, "GemmBias") || view.is(node, "QGemm")) {
         continue;
       }
       ClassValues::Evaluated e = values.evaluate(node);

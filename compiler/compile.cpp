@@ -97,8 +97,10 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
       std::cerr << "  " << r.eclasses << " e-classes, " << r.candidates << " candidates, "
                 << r.checked << " checked, " << r.rejected.size() << " rejected, " << r.measured
                 << " measured (" << r.cache_hits << " cached); best "
-                << std::min(r.program_seconds, r.one_op_seconds) * 1e3 << " ms (one-op "
-                << r.one_op_seconds * 1e3 << " ms); elapsed " << elapsed << " s, ETA " << eta
+                << (r.kept_one_op ? r.one_op_seconds : r.program_seconds) * 1e3 << " ms (one-op "
+                << (r.one_op_seconds > 0 ? std::to_string(r.one_op_seconds * 1e3) + " ms"
+                                         : std::string("none"))
+                << "); elapsed " << elapsed << " s, ETA " << eta
                 << " s\n";
     }
     out.groups.push_back(std::move(summary));

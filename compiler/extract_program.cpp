@@ -35,7 +35,8 @@ std::optional<GroupProgram> extract_program(const ExtractInputs& in,
     if (auto it = index_of.find({node.function, node.row}); it != index_of.end()) {
       return usable(it->second) ? candidates[it->second].cost : kInfinity;
     }
-    if (view.is(node, "Kernel") || view.is(node, "Gemm") || view.is(node, "GemmBias")) {
+    if (view.is(node, "Kernel") || view.is(node, "Gemm") || view.is(node, "GemmBias") ||
+        view.is(node, "QGemm")) {
       return kInfinity;
     }
     if (egraph.function(node.function).output != view.hlir_sort() || view.is(node, "Input") ||

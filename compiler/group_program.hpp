@@ -31,7 +31,7 @@ struct GroupStep {
   graph::DType dtype = graph::DType::F32;
   std::vector<graph::Expr> shape;
   std::optional<graph::NodeId> node;  // the chunk-graph node it computes, when it is one
-  std::string how;                    // "Add" (one-op), "kernel", "kernel in place", "gemm"
+  std::string how;  // "Add" (one-op), "kernel", "kernel in place", "gemm", "quantized gemm"
   // The output overwrites its aliased input's buffer (Body::output_aliases) instead of a copy
   // of it: extraction chose the in-place form the rules allowed (consumed_buffer.egg).
   bool in_place = false;

@@ -155,11 +155,18 @@ Candidate body_candidate(graph::Body body, std::vector<std::int64_t> input_eleme
 }
 
 Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims) {
-  KILN_ASSERT(call.op == "gemm", "gemm_candidate: not a gemm call");
+  const std::optional<graph::QuantFormat> quantized = targets::quantized_gemm_format(call.op);
+  KILN_ASSERT(call.op == "gemm" || quantized, "gemm_candidate: not a gemm call");
   const targets::GemmShape s = targets::gemm_shape(call, dims);
   Candidate c;
-  c.input_dtypes = {call.dtype, call.dtype};
-  c.input_elements = {s.a_elements(), s.b_elements()};
+  if (quantized) {
+    c.input_dtypes = {call.dtype, DType::U8, DType::F16};
+    c.input_elements = {s.a_elements(), s.quants_elements(*quantized),
+                        s.scales_elements(*quantized)};
+  } else {
+    c.input_dtypes = {call.dtype, call.dtype};
+    c.input_elements = {s.a_elements(), s.b_elements()};
+  }
   if (s.bias) {  // the epilogue's inputs: a bias row, then C0 (targets/gemm_reference.hpp)
     c.input_dtypes.push_back(call.dtype);
     c.input_elements.push_back(s.n);
@@ -177,16 +184,18 @@ Candidate gemm_candidate(runtime::LibraryCall call, const graph::DimValues& dims
 std::string library_call_in_bounds(const runtime::LibraryCall& call,
                                    const std::vector<graph::Expr>& buffer_elements) {
   using graph::Expr;
-  if (call.op != "gemm") return "no bounds are known for library op " + call.op;
+  const std::optional<graph::QuantFormat> quantized = targets::quantized_gemm_format(call.op);
+  if (call.op != "gemm" && !quantized) return "no bounds are known for library op " + call.op;
   auto flag = [&](const char* name) {
     auto it = call.params.find(name);
     return it != call.params.end() && it->second != Expr(0);
   };
   const bool bias = flag("bias"), accumulate = flag("accumulate");
-  const std::size_t buffers = 3 + (bias ? 1 : 0) + (accumulate ? 1 : 0);
+  const std::size_t buffers = quantized ? 4 : 3 + (bias ? 1 : 0) + (accumulate ? 1 : 0);
   if (buffer_elements.size() != buffers) {
-    return "this gemm call takes " + std::to_string(buffers) +
-           " buffers (A, B, bias and C0 where present, C)";
+    return quantized ? call.op + " takes 4 buffers (A, quants, scales, C)"
+                     : "this gemm call takes " + std::to_string(buffers) +
+                           " buffers (A, B, bias and C0 where present, C)";
   }
   auto param = [&](const char* name, const Expr& fallback) {
     auto it = call.params.find(name);
@@ -211,6 +220,17 @@ std::string library_call_in_bounds(const runtime::LibraryCall& call,
                                 {trans_b ? k : n, 1}}};
   const graph::StridedAccess c{"gemm C", 0, {{batch, param("stride_c", m * n)}, {m, ldc}, {n, 1}}};
   std::string why = graph::prove_in_bounds(a, buffer_elements[0]);
+  if (quantized) {  // n rows of k / 32 blocks in each weight buffer, from 0
+    const Expr blocks = floor_div(k, Expr(graph::kQuantBlock));
+    const graph::StridedAccess q{"gemm quants", 0,
+                                 {{n * blocks * Expr(graph::quant_bytes(*quantized)), 1}}};
+    const graph::StridedAccess sc{"gemm scales", 0,
+                                  {{n * blocks * Expr(graph::scales_per_block(*quantized)), 1}}};
+    if (why.empty()) why = graph::prove_in_bounds(q, buffer_elements[1]);
+    if (why.empty()) why = graph::prove_in_bounds(sc, buffer_elements[2]);
+    if (why.empty()) why = graph::prove_in_bounds(c, buffer_elements[3]);
+    return why;
+  }
   if (why.empty()) why = graph::prove_in_bounds(b, buffer_elements[1]);
   std::size_t next = 2;
   if (bias && why.empty()) {
@@ -229,7 +249,9 @@ std::string library_call_in_bounds(const runtime::LibraryCall& call,
 std::int64_t reduction_length(const Candidate& c, const graph::DimValues& dims) {
   if (const graph::Body* body = body_of(c)) return graph::reduction_length(*body, dims);
   const runtime::LibraryCall& call = *call_of(c);
-  if (call.op == "gemm") return std::max<long long>(targets::gemm_shape(call, dims).k, 1);
+  if (call.op == "gemm" || targets::quantized_gemm_format(call.op)) {
+    return std::max<long long>(targets::gemm_shape(call, dims).k, 1);
+  }
   return 1;
 }
 
@@ -238,6 +260,10 @@ std::vector<std::vector<double>> random_inputs(const Candidate& c, const graph::
   check_shape(c);
   std::map<std::size_t, std::int64_t> bounds;
   if (const graph::Body* body = body_of(c)) bounds = row_bounds(*body, dims);
+  // Quantized weights: every byte is a valid pair of nibbles or int8 value.
+  if (const runtime::LibraryCall* call = call_of(c); call && targets::quantized_gemm_format(call->op)) {
+    bounds[1] = 256;
+  }
   std::vector<std::vector<double>> inputs;
   for (std::size_t k = 0; k < c.input_dtypes.size(); ++k) {
     const DType dtype = c.input_dtypes[k];
@@ -519,6 +545,8 @@ std::vector<std::string> Measurer::check_all(const std::vector<Candidate>& candi
           graph::interpret_body(*body, pointers, dims, want);
         } else if (const runtime::LibraryCall& call = *call_of(c); call.op == "gemm") {
           targets::gemm_reference(call, dims, in, want);
+        } else if (targets::quantized_gemm_format(call.op)) {
+          targets::quantized_gemm_reference(call, dims, in.at(0), in.at(1), in.at(2), want);
         } else {
           return "no reference semantics for library op " + call.op;
         }

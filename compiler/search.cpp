@@ -72,8 +72,12 @@ GraphSorts encode_group(dsl::Session& session, const ChunkGraph& chunk,
 
 // ---- the one-op program ------------------------------------------------------------------
 
-GroupProgram one_op_program(const ChunkGraph& chunk) {
+std::optional<GroupProgram> one_op_program(const ChunkGraph& chunk) {
   const Graph& g = chunk.graph;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Op op = g.node(id).op;
+    if (op != Op::Input && op != Op::Output && !graph::has_one_op_body(op)) return std::nullopt;
+  }
   GroupProgram p;
   std::map<NodeId, Ref> ref;
   for (NodeId id : g.topological_order()) {
@@ -205,9 +209,10 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   report.extract_seconds = since(start);
 
   // The one-op program: the baseline, and the fallback; checked like any other.
-  GroupProgram baseline = one_op_program(chunk);
-  const std::string baseline_why = verify_program(baseline, chunk, target, reference,
-                                                    measurer.sandbox());
+  std::optional<GroupProgram> baseline = one_op_program(chunk);
+  const std::string baseline_why =
+      baseline ? verify_program(*baseline, chunk, target, reference, measurer.sandbox())
+               : "there is none (a custom op has no kernel of its own)";
   if (!chosen && !baseline_why.empty()) {
     std::set<Value> covered;
     for (const CandidateInfo& c : candidates) {
@@ -252,16 +257,16 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     report.rejected.push_back({"the search", "no checked program from the rules: the one-op "
                                "program is used", {}});
     report.kept_one_op = true;
-    report.one_op_seconds = timed(baseline, "the one-op program").value_or(0.0);
+    report.one_op_seconds = timed(*baseline, "the one-op program").value_or(0.0);
     report.program_seconds = report.one_op_seconds;
-    baseline.report = report;
-    return baseline;
+    baseline->report = report;
+    return *baseline;
   }
   // Not timed: infinitely slow.
   constexpr double kNotTimed = std::numeric_limits<double>::infinity();
   const double program_seconds = timed(*chosen, "the chosen program").value_or(kNotTimed);
   const double one_op_seconds =
-      baseline_why.empty() ? timed(baseline, "the one-op program").value_or(kNotTimed) : kNotTimed;
+      baseline_why.empty() ? timed(*baseline, "the one-op program").value_or(kNotTimed) : kNotTimed;
   if (!baseline_why.empty()) report.rejected.push_back({"the one-op program", baseline_why, {}});
   report.program_seconds = std::isfinite(program_seconds) ? program_seconds : 0.0;
   report.one_op_seconds = std::isfinite(one_op_seconds) ? one_op_seconds : 0.0;
@@ -274,8 +279,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   // searched one could not be timed.
   if (std::isfinite(one_op_seconds) && one_op_seconds < 0.7 * program_seconds) {
     report.kept_one_op = true;
-    baseline.report = report;
-    return baseline;
+    baseline->report = report;
+    return *baseline;
   }
   chosen->report = report;
   return *chosen;

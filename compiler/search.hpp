@@ -18,6 +18,8 @@
 // the one-op-per-kernel program (itself checked) is the fallback.
 #pragma once
 
+#include <optional>
+
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -54,7 +56,8 @@ GraphSorts encode_group(dsl::Session& session, const ChunkGraph& chunk,
 GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Measurer& measurer,
                           const SearchOptions& options);
 
-// The one-op-per-kernel program of a chunk graph (no search): the baseline, and the fallback.
-GroupProgram one_op_program(const ChunkGraph& chunk);
+// The one-op-per-kernel program of a chunk graph (no search): the baseline, and the fallback;
+// nullopt when some node has no one-op kernel (a CustomOp, which only library ops implement).
+std::optional<GroupProgram> one_op_program(const ChunkGraph& chunk);
 
 }  // namespace kiln::compiler

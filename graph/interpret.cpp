@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include "graph/memory_estimate.hpp"
+#include "graph/quantized.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph {
@@ -252,8 +254,14 @@ std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& 
         }
         break;
       }
-      case Op::CustomOp:
-        fail(g, id, "CustomOp \"" + n.name + "\" is not supported by the interpreter");
+      case Op::CustomOp: {
+        const std::optional<QuantFormat> format = dequantize_op_format(n.name);
+        if (!format || in.size() != 2 || shape.size() != 2) {
+          fail(g, id, "CustomOp \"" + n.name + "\" is not supported by the interpreter");
+        }
+        out = dequantize_values(*format, in[0], in[1], shape[0], shape[1]);
+        break;
+      }
     }
 
     if (out.size() != count) {

@@ -26,7 +26,8 @@
 //
 // Errors (UserErrors): a graph that fails validate(), a missing or unbound dim, an input missing
 // from `inputs` or given with the wrong dtype, shape or data size, a view reading outside its
-// producer, two Outputs with one name, and CustomOp ("not supported by the interpreter").
+// producer, two Outputs with one name, and a CustomOp other than dequantization
+// (graph/quantized.hpp): "not supported by the interpreter".
 #pragma once
 
 #include <cstdint>

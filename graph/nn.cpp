@@ -2,9 +2,12 @@
 #include "graph/nn.hpp"
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "graph/quantized.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph::nn {
@@ -23,6 +26,25 @@ std::int64_t features(const GraphTensor& x, const char* op) {
   }
   return *n;
 }
+
+// The quantized weights of the decoder being built (DecoderConfig::quantized_weights), for
+// weight(): set while llama_decoder or gemma3_decoder runs, so that the building blocks below
+// them keep their signatures.
+thread_local const std::map<std::string, QuantFormat>* quantized_scope = nullptr;
+
+class QuantizedScope {
+ public:
+  explicit QuantizedScope(const std::map<std::string, QuantFormat>& weights)
+      : outer_(quantized_scope) {
+    quantized_scope = &weights;
+  }
+  ~QuantizedScope() { quantized_scope = outer_; }
+  QuantizedScope(const QuantizedScope&) = delete;
+  QuantizedScope& operator=(const QuantizedScope&) = delete;
+
+ private:
+  const std::map<std::string, QuantFormat>* outer_;
+};
 
 // A persistent (state) input: it outlives one run.
 GraphTensor state(GraphBuilder& b, const std::string& name, std::vector<Expr> shape,
@@ -58,7 +80,7 @@ Prologue prologue(GraphBuilder& b, const DecoderConfig& c) {
   Expr seq = Expr::dim(kSeqDim);
   Expr pos = Expr::dim(kPosDim);
   GraphTensor tokens = b.input("tokens", {seq}, DType::I32);
-  GraphTensor table = weight(b, "embed.weight", {c.vocab, c.hidden}, c.dtype);
+  GraphTensor table = b.input("embed.weight", {c.vocab, c.hidden}, c.dtype);
   GraphTensor x = embedding(tokens, table);
   Expr offset = c.max_context > 0 ? pos : Expr(0);
   return {table, x, positions(b, seq, pos), seq, offset + seq, offset};
@@ -67,7 +89,13 @@ Prologue prologue(GraphBuilder& b, const DecoderConfig& c) {
 GraphTensor epilogue(const GraphTensor& x, const GraphTensor& table, const DecoderConfig& c,
                      bool unit_offset) {
   GraphTensor h = rms_norm(x, "norm", c.rms_eps, unit_offset);
-  GraphTensor logits = c.tied_embeddings ? linear(h, table) : linear(h, "lm_head", c.vocab);
+  // A quantized table is read twice: rows gathered from its f32 form (one row a token), the
+  // logits' product from its blocks (every row, every step).
+  const bool quantized_table = c.quantized_weights.count("embed.weight") > 0;
+  GraphTensor logits =
+      !c.tied_embeddings ? linear(h, "lm_head", c.vocab)
+      : quantized_table  ? linear(h, weight(x.builder(), "embed.weight", {c.vocab, c.hidden}, c.dtype))
+                         : linear(h, table);
   logits.output("logits");
   return logits;
 }
@@ -76,7 +104,21 @@ GraphTensor epilogue(const GraphTensor& x, const GraphTensor& table, const Decod
 
 GraphTensor weight(GraphBuilder& b, const std::string& name, std::vector<Expr> shape,
                    DType dtype) {
-  return b.input(name, std::move(shape), dtype);
+  if (!quantized_scope) return b.input(name, std::move(shape), dtype);
+  auto quantized = quantized_scope->find(name);
+  if (quantized == quantized_scope->end()) return b.input(name, std::move(shape), dtype);
+  const std::optional<std::int64_t> rows = shape.size() == 2 ? shape[0].as_constant() : std::nullopt;
+  const std::optional<std::int64_t> cols = shape.size() == 2 ? shape[1].as_constant() : std::nullopt;
+  if (!rows || !cols || dtype != DType::F32) {
+    throw UserError("weight \"" + name + "\": only a constant-shaped f32 matrix can be quantized, got " +
+                    std::string(dtype_name(dtype)) + " " + shape_text(shape));
+  }
+  const QuantFormat f = quantized->second;
+  const std::int64_t blocks = *cols / kQuantBlock;
+  GraphTensor quants = b.input(name + ".quants", {*rows, blocks * quant_bytes(f)}, DType::U8);
+  GraphTensor scales =
+      b.input(name + ".scales", {*rows, blocks * scales_per_block(f)}, DType::F16);
+  return dequantize(f, quants, scales, *rows, *cols);
 }
 
 GraphTensor linear(const GraphTensor& x, const std::string& prefix, std::int64_t out,
@@ -266,6 +308,7 @@ GraphTensor gemma3_layer(const GraphTensor& x, const GraphTensor& positions,
 }
 
 GraphTensor llama_decoder(GraphBuilder& b, const DecoderConfig& c) {
+  const QuantizedScope quantized(c.quantized_weights);
   Prologue p = prologue(b, c);
   GraphTensor mask = b.causal_mask(p.seq, p.keys, p.offset, std::nullopt, c.dtype);
   GraphTensor x = p.x;
@@ -278,6 +321,7 @@ GraphTensor llama_decoder(GraphBuilder& b, const DecoderConfig& c) {
 }
 
 GraphTensor gemma3_decoder(GraphBuilder& b, const DecoderConfig& c) {
+  const QuantizedScope quantized(c.quantized_weights);
   Prologue p = prologue(b, c);
   GraphTensor x = p.x;
   if (c.scale_embeddings) x = x * std::sqrt(static_cast<double>(c.hidden));

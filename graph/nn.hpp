@@ -21,11 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "graph/dtype.hpp"
 #include "graph/expr.hpp"
+#include "graph/quantized.hpp"
 #include "graph/tensor.hpp"
 
 namespace kiln::graph::nn {
@@ -34,7 +36,9 @@ namespace kiln::graph::nn {
 inline constexpr const char* kSeqDim = "seq";
 inline constexpr const char* kPosDim = "pos";
 
-// A named weight input "<prefix>.<what>" of `shape`.
+// A named weight input "<prefix>.<what>" of `shape`; while a decoder whose config names it in
+// quantized_weights is built, the dequantization of its blocks (inputs "<name>.quants" and
+// "<name>.scales", graph/quantized.hpp).
 GraphTensor weight(GraphBuilder& b, const std::string& name, std::vector<Expr> shape,
                    DType dtype = DType::F32);
 
@@ -107,6 +111,9 @@ struct DecoderConfig {
   double global_rope_base = 1e6;
   double global_rope_scale = 1.0;
   bool scale_embeddings = false;     // multiply embeddings by sqrt(hidden)
+  // Weights stored as quantized blocks, by name (nn::weight): their products can read the
+  // blocks. A quantized tied embedding is also an f32 input, for the gather of its rows.
+  std::map<std::string, QuantFormat> quantized_weights;
 };
 
 // SmolLM2-135M: 30 layers, hidden 576, 9 heads, 3 kv heads, head_dim 64, MLP 1536, vocab 49152,

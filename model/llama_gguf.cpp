@@ -2,10 +2,12 @@
 #include "model/llama_gguf.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <vector>
 
+#include "graph/quantized.hpp"
 #include "graph/tensor.hpp"
 #include "model/dequantize.hpp"
 #include "model/rope_permutation.hpp"
@@ -29,8 +31,10 @@ std::optional<std::pair<std::string, std::string>> block_name(const std::string&
   return std::make_pair(index, name.substr(dot + 1));
 }
 
-// Every weight Input of `config`'s decoder graph with its shape, by name.
-std::map<std::string, std::vector<std::int64_t>> decoder_weights(const graph::nn::DecoderConfig& config) {
+// Every weight Input of `config`'s decoder graph with its shape, by name (as f32 matrices,
+// quantized or not).
+std::map<std::string, std::vector<std::int64_t>> decoder_weights(graph::nn::DecoderConfig config) {
+  config.quantized_weights.clear();
   graph::GraphBuilder b;
   graph::nn::llama_decoder(b, config);
   const graph::Graph& g = b.graph();
@@ -55,7 +59,57 @@ std::string shape_text(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
+std::optional<graph::QuantFormat> quant_format(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0: return graph::QuantFormat::Q8_0;
+    case GgmlType::Q4_0: return graph::QuantFormat::Q4_0;
+    case GgmlType::Q4_1: return graph::QuantFormat::Q4_1;
+    default: return std::nullopt;
+  }
+}
+
+// GGUF's blocks ([rows, cols] of `type`, rows in file order) as the graph's two block tensors,
+// row r read from file row source_row(r).
+std::pair<graph::Tensor, graph::Tensor> split_blocks(
+    graph::QuantFormat f, std::span<const std::uint8_t> data, std::int64_t rows,
+    std::int64_t cols, const std::function<std::int64_t(std::int64_t)>& source_row) {
+  const std::int64_t blocks = cols / graph::kQuantBlock;
+  const std::int64_t qb = graph::quant_bytes(f), sb = graph::scales_per_block(f);
+  const std::int64_t block_bytes = 2 * sb + qb;  // the f16 scales, then the quants
+  KILN_ASSERT(static_cast<std::int64_t>(data.size()) == rows * blocks * block_bytes,
+              "split_blocks: data size");
+  graph::Tensor quants{graph::DType::U8, {rows, blocks * qb}, {}};
+  graph::Tensor scales{graph::DType::F16, {rows, blocks * sb}, {}};
+  quants.data.reserve(static_cast<std::size_t>(rows * blocks * qb));
+  scales.data.reserve(static_cast<std::size_t>(rows * blocks * sb));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint8_t* p = data.data() + source_row(r) * blocks * block_bytes;
+    for (std::int64_t b = 0; b < blocks; ++b, p += block_bytes) {
+      for (std::int64_t j = 0; j < sb; ++j) {
+        std::uint16_t bits;
+        std::memcpy(&bits, p + 2 * j, 2);
+        scales.data.push_back(graph::half_value(bits));
+      }
+      for (std::int64_t j = 0; j < qb; ++j) quants.data.push_back(p[2 * sb + j]);
+    }
+  }
+  return {std::move(quants), std::move(scales)};
+}
+
 }  // namespace
+
+std::map<std::string, graph::QuantFormat> llama_quantized_weights(
+    const Gguf& g, const graph::nn::DecoderConfig& config) {
+  std::map<std::string, graph::QuantFormat> out;
+  for (const GgufTensorInfo& t : g.tensors) {
+    const std::string name = llama_graph_name(t.name);
+    const std::optional<graph::QuantFormat> f = quant_format(t.type);
+    if (name.empty() || !f || t.shape.size() != 2) continue;
+    if (name == "embed.weight" && !config.tied_embeddings) continue;
+    out[name] = *f;
+  }
+  return out;
+}
 
 graph::nn::DecoderConfig llama_config(const Gguf& g, std::int64_t max_context) {
   const std::string arch = g.string("general.architecture");
@@ -130,7 +184,8 @@ std::string llama_graph_name(const std::string& name) {
 }
 
 void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& config,
-                        const std::function<void(const std::string&, graph::Tensor)>& use) {
+                        const std::function<void(const std::string&, graph::Tensor)>& use,
+                        const std::map<std::string, graph::QuantFormat>& quantized) {
   const Gguf& g = file.gguf();
   const std::map<std::string, std::vector<std::int64_t>> expected = decoder_weights(config);
   std::set<std::string> loaded;
@@ -150,17 +205,36 @@ void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& co
                       std::string(ggml_type_info(t.type).name) +
                       ", which kiln does not dequantize (f32, f16, bf16, q8_0, q4_0, q4_1)");
     }
-    std::vector<float> values = dequantize(t.type, file.data(t), t.elements);
     const auto block = block_name(t.name);
-    if (block && (block->second == "attn_q.weight" || block->second == "attn_k.weight")) {
-      const std::int64_t heads = block->second == "attn_q.weight" ? config.heads : config.kv_heads;
-      values = rope_rows_from_gguf(values, heads, t.shape[1]);
+    const bool rope_rows =
+        block && (block->second == "attn_q.weight" || block->second == "attn_k.weight");
+    const std::int64_t heads =
+        block && block->second == "attn_q.weight" ? config.heads : config.kv_heads;
+    loaded.insert(name);
+    if (auto q = quantized.find(name); q != quantized.end()) {
+      if (quant_format(t.type) != q->second) {
+        throw UserError(g.file + ": tensor '" + t.name + "' is " +
+                        std::string(ggml_type_info(t.type).name) + ", not " +
+                        std::string(graph::quant_format_name(q->second)));
+      }
+      const std::int64_t rows = t.shape[0], half = rows / heads / 2;
+      auto source_row = [&](std::int64_t r) -> std::int64_t {
+        if (!rope_rows) return r;
+        // Within a head of 2 * half rows, rotate-half row t * half + i is GGUF row 2i + t.
+        const std::int64_t head = r / (2 * half), within = r % (2 * half);
+        return head * 2 * half + 2 * (within % half) + within / half;
+      };
+      auto [quants, scales] = split_blocks(q->second, file.data(t), rows, t.shape[1], source_row);
+      use(name + ".quants", std::move(quants));
+      use(name + ".scales", std::move(scales));
+      if (name != "embed.weight") continue;  // the embedding's rows are gathered from f32 too
     }
+    std::vector<float> values = dequantize(t.type, file.data(t), t.elements);
+    if (rope_rows) values = rope_rows_from_gguf(values, heads, t.shape[1]);
     graph::Tensor tensor;
     tensor.dtype = graph::DType::F32;
     tensor.shape = t.shape;
     tensor.data.assign(values.begin(), values.end());
-    loaded.insert(name);
     use(name, std::move(tensor));
   }
   for (const auto& [name, shape] : expected) {

@@ -11,14 +11,18 @@
 //   output_norm.weight           norm.weight
 //   output.weight                lm_head.weight (absent: tied to the embedding)
 //
-// Weights are dequantized to f32 when loaded (model/dequantize).
+// Weights are dequantized to f32 when loaded (model/dequantize), or, for the matrices that
+// llama_quantized_weights names, kept as their blocks (graph/quantized.hpp: "<name>.quants"
+// and "<name>.scales"), which the CPU target's quantized products read directly.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "graph/interpret.hpp"
 #include "graph/nn.hpp"
+#include "graph/quantized.hpp"
 #include "model/gguf.hpp"
 
 namespace kiln::model {
@@ -31,10 +35,19 @@ graph::nn::DecoderConfig llama_config(const Gguf& gguf, std::int64_t max_context
 // empty if the LLaMA decoder has no such weight.
 std::string llama_graph_name(const std::string& name);
 
+// The matrices of the file stored as Q8_0, Q4_0 or Q4_1 that the decoder multiplies by (the
+// embedding only when tied: its rows are gathered from f32), by graph name: the table for
+// DecoderConfig::quantized_weights and for load_llama_weights.
+std::map<std::string, graph::QuantFormat> llama_quantized_weights(const Gguf& gguf,
+                                                                   const graph::nn::DecoderConfig& config);
+
 // Calls `use(graph name, tensor)` for every weight of the decoder `config` (from llama_config)
 // in file order, one dequantized tensor at a time, so that at most one is held. A UserError if
 // a tensor is missing, has an unexpected shape or type, or is not a weight of the decoder.
+// Weights named in `quantized` (from llama_quantized_weights) come as their two block tensors
+// (and a tied embedding also as f32, for the gather).
 void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& config,
-                        const std::function<void(const std::string&, graph::Tensor)>& use);
+                        const std::function<void(const std::string&, graph::Tensor)>& use,
+                        const std::map<std::string, graph::QuantFormat>& quantized = {});
 
 }  // namespace kiln::model

@@ -77,7 +77,7 @@ class FlopCounter {
 };
 
 Expr call_flops(const LibraryCall& call) {
-  if (call.op != "gemm") return Expr(0);
+  if (call.op.rfind("gemm", 0) != 0) return Expr(0);  // "gemm" and "gemm-<format>"
   auto param = [&](const char* name) {
     auto it = call.params.find(name);
     return it == call.params.end() ? Expr(1) : it->second;

@@ -20,7 +20,8 @@ long long param(const runtime::LibraryCall& call, const char* name, const graph:
 }  // namespace
 
 GemmShape gemm_shape(const runtime::LibraryCall& call, const graph::DimValues& dims) {
-  KILN_ASSERT(call.op == "gemm", "gemm_shape of a " + call.op + " call");
+  const std::optional<graph::QuantFormat> quantized = quantized_gemm_format(call.op);
+  KILN_ASSERT(call.op == "gemm" || quantized, "gemm_shape of a " + call.op + " call");
   GemmShape s{};
   s.batch = param(call, "batch", dims, 1);
   s.m = param(call, "m", dims, -1);
@@ -42,6 +43,16 @@ GemmShape gemm_shape(const runtime::LibraryCall& call, const graph::DimValues& d
   const long long act = param(call, "activation", dims, 0);
   if (act < 0 || act > 2) throw support::UserError("gemm: unknown activation " + std::to_string(act));
   s.activation = static_cast<GemmActivation>(act);
+  if (quantized) {  // W [n, k]: B = W^T, whole rows, one matrix
+    if (s.k % graph::kQuantBlock != 0) {
+      throw support::UserError(call.op + ": k = " + std::to_string(s.k) +
+                               " is not whole blocks of " + std::to_string(graph::kQuantBlock));
+    }
+    s.trans_b = true;
+    s.ldb = s.k;
+    s.stride_b = 0;
+    s.offset_b = 0;
+  }
   return s;
 }
 
@@ -61,6 +72,43 @@ long long GemmShape::c_elements() const {
 double gelu_tanh(double x) {
   const double k = 0.7978845608028654;  // sqrt(2 / pi)
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+long long GemmShape::quants_elements(graph::QuantFormat f) const {
+  return n * (k / graph::kQuantBlock) * graph::quant_bytes(f);
+}
+long long GemmShape::scales_elements(graph::QuantFormat f) const {
+  return n * (k / graph::kQuantBlock) * graph::scales_per_block(f);
+}
+
+std::string quantized_gemm_op(graph::QuantFormat f) {
+  return "gemm-" + std::string(graph::quant_format_name(f));
+}
+
+std::optional<graph::QuantFormat> quantized_gemm_format(const std::string& op) {
+  if (op.rfind("gemm-", 0) != 0) return std::nullopt;
+  return graph::parse_quant_format(std::string_view(op).substr(5));
+}
+
+void quantized_gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,
+                              const std::vector<double>& a, const std::vector<double>& quants,
+                              const std::vector<double>& scales, std::vector<double>& c) {
+  const std::optional<graph::QuantFormat> f = quantized_gemm_format(call.op);
+  KILN_ASSERT(f.has_value(), "quantized_gemm_reference of a " + call.op + " call");
+  const GemmShape s = gemm_shape(call, dims);
+  KILN_ASSERT(static_cast<long long>(quants.size()) >= s.quants_elements(*f) &&
+                  static_cast<long long>(scales.size()) >= s.scales_elements(*f),
+              "quantized gemm: weight buffers too small");
+  const std::vector<double> w = graph::dequantize_values(
+      *f, {quants.begin(), quants.begin() + s.quants_elements(*f)},
+      {scales.begin(), scales.begin() + s.scales_elements(*f)}, s.n, s.k);
+  runtime::LibraryCall plain = call;
+  plain.op = "gemm";
+  plain.params["trans_b"] = graph::Expr(1);
+  plain.params["ldb"] = graph::Expr(s.k);
+  plain.params["stride_b"] = graph::Expr(0);
+  plain.params["offset_b"] = graph::Expr(0);
+  gemm_reference(plain, dims, a, w, c);
 }
 
 void gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,

@@ -2,9 +2,12 @@
 // reference target runs it, and tests compare library implementations with it.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "graph/expr.hpp"
+#include "graph/quantized.hpp"
 #include "runtime/target.hpp"
 
 namespace kiln::targets {
@@ -24,7 +27,19 @@ enum class GemmActivation { None = 0, Relu = 1, Gelu = 2 };
 // GELU as cuBLASLt computes it (the tanh approximation).
 double gelu_tanh(double x);
 
-// The params of a gemm call evaluated at `dims`.
+// "gemm-<format>" (a QGemm, rules/hlir.egg): C[b] = A[b] x W^T in f32 for b < batch, where W
+// [n, k] is one quantized matrix (graph/quantized.hpp) held by two buffers, quants and scales,
+// read whole rows from row 0 for every batch entry. Params as "gemm" (A's lda, offset_a,
+// stride_a, trans_a; ldc, stride_c); B's are implied. Buffers: A, quants, scales, then C.
+std::string quantized_gemm_op(graph::QuantFormat f);
+// The format of a "gemm-<format>" op; nullopt for any other op.
+std::optional<graph::QuantFormat> quantized_gemm_format(const std::string& op);
+// Reads A, the quants (bytes as doubles) and the scales, writes C, as gemm_reference does.
+void quantized_gemm_reference(const runtime::LibraryCall& call, const graph::DimValues& dims,
+                              const std::vector<double>& a, const std::vector<double>& quants,
+                              const std::vector<double>& scales, std::vector<double>& c);
+
+// The params of a gemm call (or a quantized one's, with B's implied) evaluated at `dims`.
 struct GemmShape {
   long long batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, stride_c, offset_a, offset_b;
   bool trans_a, trans_b;
@@ -39,6 +54,9 @@ struct GemmShape {
   long long a_elements() const;
   long long b_elements() const;
   long long c_elements() const;
+  // A quantized call's quants and scales buffers: n rows of k / 32 blocks.
+  long long quants_elements(graph::QuantFormat f) const;
+  long long scales_elements(graph::QuantFormat f) const;
 };
 GemmShape gemm_shape(const runtime::LibraryCall& call, const graph::DimValues& dims);
 

@@ -13,6 +13,10 @@ namespace kiln::tools {
 LlamaProgram::LlamaProgram(const model::GgufFile& file, std::int64_t max_context,
                            runtime::Target& target, const LlamaProgramOptions& options)
     : config_(model::llama_config(file.gguf(), max_context)) {
+  if (options.quantized) {
+    KILN_ASSERT(options.search, "LlamaProgram: quantized weights need the search");
+    config_.quantized_weights = model::llama_quantized_weights(file.gguf(), config_);
+  }
   graph::nn::llama_decoder(builder_, config_);
   if (options.search) {
     // Tuned where generation spends its time: one token a step, a few dozen in the cache.
@@ -34,13 +38,15 @@ LlamaProgram::LlamaProgram(const model::GgufFile& file, std::int64_t max_context
     llir_ = runtime::lower_one_op(builder_.graph());
   }
   executor_ = std::make_unique<runtime::Executor>(llir_, target);
-  // One weight at a time: dequantized, bound on the device, then freed here.
-  model::load_llama_weights(file, config_, [&](const std::string& name, graph::Tensor t) {
-    executor_->bind(name, t);
-  });
+  // One weight at a time: converted, bound on the device, then freed here.
+  model::load_llama_weights(
+      file, config_,
+      [&](const std::string& name, graph::Tensor t) { executor_->bind(name, t); },
+      config_.quantized_weights);
 }
 
-std::vector<float> LlamaProgram::step(std::span<const std::int32_t> tokens, std::int64_t pos) {
+std::vector<float> LlamaProgram::step(std::span<const std::int32_t> tokens, std::int64_t pos,
+                                      runtime::RunProfile* profile) {
   const auto n = static_cast<std::int64_t>(tokens.size());
   if (pos + n > config_.max_context) {
     throw support::UserError("the context is full: " + std::to_string(pos + n) +
@@ -49,7 +55,7 @@ std::vector<float> LlamaProgram::step(std::span<const std::int32_t> tokens, std:
   graph::Tensor ids{graph::DType::I32, {n}, {tokens.begin(), tokens.end()}};
   const std::map<std::string, graph::Tensor> out =
       executor_->run({{graph::nn::kSeqDim, n}, {graph::nn::kPosDim, pos}}, {{"tokens", ids}},
-                     nullptr, runtime::Executor::Fetch::WithoutState);
+                     profile, runtime::Executor::Fetch::WithoutState);
   return last_row(out.at("logits"));
 }
 

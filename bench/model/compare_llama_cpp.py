@@ -7,9 +7,10 @@ side with the ratio.
     bench/model/compare_llama_cpp.py [--kiln build/bin/kiln] [--model FILE.gguf] [--threads 2]
 
 kiln's program is the search's (run once before timing, so that its measurements are cached);
-llama.cpp reads the quantized blocks directly while kiln dequantizes them to f32 at load time.
-llama.cpp also rounds activations to 8 bits for its quantized dot products, so greedy
-continuations may part after some tokens: the script reports how many tokens agree.
+both read the quantized blocks directly (kiln's products over blocks: targets/cpu/
+quantized_gemm). llama.cpp also rounds activations to 8 bits for its quantized dot products
+(kiln keeps them f32), so greedy continuations may part after some tokens: the script reports
+how many tokens agree.
 
 Where the OS has not enabled AMX tile state for the process (as on this machine), llama.cpp
 built with -march=native faults in its AMX kernels: build it without them

@@ -8,6 +8,7 @@
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/gemm.hpp"
 #include "targets/cpu/jit.hpp"
+#include "targets/cpu/quantized_gemm.hpp"
 #include "targets/cpu/threads.hpp"
 #include "targets/host_device.hpp"
 
@@ -41,6 +42,10 @@ class CpuDevice final : public HostDevice {
   }
   void call(const runtime::LibraryCall& call, const std::vector<void*>& buffers,
             const graph::DimValues& dims) override {
+    if (cpu::quantized_gemm_supported(call)) {
+      cpu::quantized_gemm_cpu(call, buffers, dims);
+      return;
+    }
     if (!cpu::gemm_supported(call)) {
       throw support::UserError("cpu: no library op " + call.op + " for " +
                                std::string(graph::dtype_name(call.dtype)));
@@ -54,7 +59,7 @@ class CpuTarget final : public runtime::Target {
   explicit CpuTarget(const std::filesystem::path& cache_root) : jit_(cache_root) {
     capabilities_.dtypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
                             DType::I32, DType::I64, DType::Bool, DType::U8};
-    capabilities_.library_ops = {"gemm"};
+    capabilities_.library_ops = {"gemm", "gemm-q8_0", "gemm-q4_0", "gemm-q4_1"};
     cpu::load_thread_pool(jit_);
   }
   std::string name() const override { return "cpu"; }
@@ -73,7 +78,7 @@ class CpuTarget final : public runtime::Target {
   }
   bool supports(const graph::Body&) const override { return true; }
   bool supports(const runtime::LibraryCall& call) const override {
-    return cpu::gemm_supported(call);
+    return cpu::gemm_supported(call) || cpu::quantized_gemm_supported(call);
   }
   std::vector<runtime::Prepared> prepare(const std::vector<graph::Body>& bodies) override {
     std::vector<cpu::KernelSource> sources;

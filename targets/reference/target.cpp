@@ -38,6 +38,19 @@ class ReferenceDevice final : public HostDevice {
 
   void call(const runtime::LibraryCall& call, const std::vector<void*>& buffers,
             const graph::DimValues& dims) override {
+    if (const std::optional<graph::QuantFormat> f = quantized_gemm_format(call.op)) {
+      KILN_ASSERT(buffers.size() == 4, call.op + ": needs A, quants, scales and C");
+      const GemmShape s = gemm_shape(call, dims);
+      std::vector<double> a = read(buffers[0], DType::F32);
+      std::vector<double> quants = read(buffers[1], DType::U8);
+      std::vector<double> scales = read(buffers[2], DType::F16);
+      std::vector<double> c = read(buffers[3], DType::F32);
+      KILN_ASSERT(static_cast<long long>(c.size()) >= s.c_elements(), "gemm: C too small");
+      c.resize(static_cast<std::size_t>(s.c_elements()));
+      quantized_gemm_reference(call, dims, a, quants, scales, c);
+      write(buffers[3], c, DType::F32);
+      return;
+    }
     if (call.op != "gemm") throw support::UserError("reference: no library op " + call.op);
     const GemmShape s = gemm_shape(call, dims);
     KILN_ASSERT(buffers.size() == s.inputs() + 1, "gemm: needs its inputs and C");
@@ -66,12 +79,14 @@ class ReferenceTarget final : public runtime::Target {
   ReferenceTarget() {
     capabilities_.dtypes = {DType::F32, DType::F16, DType::BF16, DType::F64,
                             DType::I32, DType::I64, DType::Bool, DType::U8};
-    capabilities_.library_ops = {"gemm"};
+    capabilities_.library_ops = {"gemm", "gemm-q8_0", "gemm-q4_0", "gemm-q4_1"};
   }
   std::string name() const override { return "reference"; }
   const runtime::Capabilities& capabilities() const override { return capabilities_; }
   bool supports(const graph::Body&) const override { return true; }
-  bool supports(const runtime::LibraryCall& call) const override { return call.op == "gemm"; }
+  bool supports(const runtime::LibraryCall& call) const override {
+    return call.op == "gemm" || quantized_gemm_format(call.op).has_value();
+  }
   std::vector<runtime::Prepared> prepare(const std::vector<graph::Body>& bodies) override {
     std::vector<runtime::Prepared> out;
     for (const graph::Body& body : bodies) {

@@ -154,6 +154,53 @@ TEST_CASE("generate: a tiny LLaMA GGUF on the CPU target equals the reference in
   }
 }
 
+// The searched program with the weights kept as blocks: the products read them through the
+// CPU target's quantized kernels (QGemm), and generation still equals the interpreter's, which
+// runs on the weights dequantized to f32 when loaded.
+TEST_CASE("generate: quantized weights read as blocks by the searched program equal the reference interpreter [model]") {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_1}) {
+    INFO(model::ggml_type_info(type).name);
+    const std::string path = testing::temp_path("generate-quantized.gguf");
+    testing::write_tiny_llama(path, type, 13);
+    const model::GgufFile file(path);
+    const model::BpeTokenizer tokenizer = model::BpeTokenizer::from_gguf(file.gguf());
+    const std::vector<std::int32_t> prompt = tokenizer.encode("the 12 in the");
+
+    tools::LlamaProgramOptions options;
+    options.search = true;
+    options.quantized = true;
+    tools::LlamaProgram program(file, 64, cpu_target(), options);
+    CHECK(program.quantized_weights() > 0);
+    InterpreterStep reference(file, 64);
+    model::Sampler greedy_a(0.0, 0, 1), greedy_b(0.0, 0, 1);
+    double worst = 0.0;
+    std::vector<std::vector<float>> kiln_logits;
+    const model::Generation kiln = model::generate(
+        prompt,
+        [&](std::span<const std::int32_t> t, std::int64_t pos) {
+          kiln_logits.push_back(program.step(t, pos));
+          return kiln_logits.back();
+        },
+        greedy_a, 12, {});
+    std::size_t s = 0;
+    const model::Generation ref = model::generate(
+        prompt,
+        [&](std::span<const std::int32_t> t, std::int64_t pos) {
+          std::vector<float> logits = reference(t, pos);
+          for (std::size_t i = 0; i < logits.size(); ++i) {
+            worst = std::max(worst, double(std::fabs(logits[i] - kiln_logits.at(s)[i])));
+          }
+          ++s;
+          return logits;
+        },
+        greedy_b, 12, {});
+    CHECK(kiln.tokens.size() == 12);
+    CHECK(kiln.tokens == ref.tokens);
+    CHECK(worst < 1e-3);
+    std::filesystem::remove(path);
+  }
+}
+
 TEST_CASE("generate: a model file that is not a LLaMA kiln can load is a user error [model]") {
   const std::string path = std::string(KILN_SOURCE_DIR) + "/tests/fuzz/corpus/gguf/valid-every-type.gguf";
   const model::GgufFile file(path);
