@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/huge_page_vector.hpp"
 #include "engine/value.hpp"
 
 namespace kiln::engine {
@@ -92,8 +93,8 @@ class ColumnIndex {
 
   ColumnMask mask_;
   std::vector<std::uint32_t> columns_;
-  std::vector<Slot> slots_;
-  std::vector<Link> links_;  // per row
+  HugePageVector<Slot> slots_;
+  HugePageVector<Link> links_;  // per row
   std::size_t entries_ = 0;
   std::size_t occupied_ = 0;  // non-empty chains
   std::size_t slots_capacity_ = 0;  // slots_.size() when the chains were last laid out

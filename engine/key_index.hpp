@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/huge_page_vector.hpp"
 #include "engine/value.hpp"
 
 namespace kiln::engine {
@@ -77,7 +78,7 @@ class KeyIndex {
 
   template <class HashOfRow>
   void rehash(HashOfRow&& hash_of_row) {
-    std::vector<Slot> old = std::move(slots_);
+    HugePageVector<Slot> old = std::move(slots_);
     std::size_t n = old.size();
     if ((live_ + 1) * 2 > n) n *= 2;  // mostly live: grow; mostly tombstones: same size
     slots_.assign(n, Slot{});
@@ -94,7 +95,7 @@ class KeyIndex {
     }
   }
 
-  std::vector<Slot> slots_;
+  HugePageVector<Slot> slots_;
   std::size_t used_ = 0;  // live + tombstones
   std::size_t live_ = 0;
 };

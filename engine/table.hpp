@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/column_index.hpp"
+#include "engine/huge_page_vector.hpp"
 #include "engine/key_index.hpp"
 #include "engine/value.hpp"
 
@@ -111,10 +112,10 @@ class Table {
 
   std::uint32_t num_keys_;
   std::vector<std::uint32_t> key_columns_;
-  std::vector<Value> cells_;
-  std::vector<Timestamp> timestamps_;
-  std::vector<std::uint8_t> flags_;
-  std::vector<OriginId> origins_;  // per row, parallel to timestamps_
+  HugePageVector<Value> cells_;
+  HugePageVector<Timestamp> timestamps_;
+  HugePageVector<std::uint8_t> flags_;
+  HugePageVector<OriginId> origins_;  // per row, parallel to timestamps_
   std::size_t live_ = 0;
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;

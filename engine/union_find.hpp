@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/huge_page_vector.hpp"
 #include "engine/value.hpp"
 
 namespace kiln::engine {
@@ -48,7 +49,7 @@ class UnionFind {
   std::uint64_t unions() const { return unions_; }
 
  private:
-  std::vector<Value> parent_;
+  HugePageVector<Value> parent_;
   std::uint64_t unions_ = 0;
 };
 
