@@ -55,6 +55,7 @@ struct GroupReport {
   double program_seconds = 0;       // the chosen program, timed end to end
   double one_op_seconds = 0;        // the one-op-per-kernel program, timed end to end
   bool kept_one_op = false;         // the one-op program was faster (or the only checked one)
+  std::size_t searched_steps = 0;   // steps of the program the rules gave (0: none checked)
   std::size_t extractions = 0;      // 1, or more when a chosen program failed its check
   std::string rule_stats;           // per-rule matches and times
 };

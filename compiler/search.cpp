@@ -262,6 +262,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     baseline->report = report;
     return *baseline;
   }
+  report.searched_steps = chosen->steps.size();
   // Not timed: infinitely slow.
   constexpr double kNotTimed = std::numeric_limits<double>::infinity();
   const double program_seconds = timed(*chosen, "the chosen program").value_or(kNotTimed);
