@@ -12,7 +12,8 @@ kiln's program is the search's (run once before timing, so that its measurements
 both read the quantized blocks directly (kiln's products over blocks: targets/cpu/
 quantized_gemm). llama.cpp also rounds activations to 8 bits for its quantized dot products
 (kiln keeps them f32), so greedy continuations may part after some tokens: the script reports
-how many tokens agree. `kiln generate` prints no logits, so kiln is compared by its greedy
+how many tokens agree; PyTorch computes in float32 like kiln, so its continuations must equal
+kiln's (the exit status is 1 otherwise). `kiln generate` prints no logits, so kiln is compared by its greedy
 tokens; the two peers' logits are compared directly (top-1 and max abs difference).
 
 Where the OS has not enabled AMX tile state for the process (as on this machine), llama.cpp
@@ -166,7 +167,7 @@ def main():
           f"{torch_agree} of {len(PROMPTS)} with PyTorch's")
     print(f"next-token logits of the prompts, llama.cpp vs PyTorch: top-1 equal on {top1} of "
           f"{len(PROMPTS)}, max abs diff {max_diff:.3f}")
-    sys.exit(0 if agree == len(PROMPTS) else 1)
+    sys.exit(0 if torch_agree == len(PROMPTS) else 1)
 
 
 if __name__ == "__main__":
