@@ -230,7 +230,13 @@ class Renderer {
     if (graph::is_float(to) || !graph::is_float(from)) {
       if (to == DType::Bool) return "(unsigned char)(" + x + " != 0)";
       if (graph::is_float(to) || graph::is_float(from) == graph::is_float(to)) {
-        return rounded(std::string("(") + compute_type(to) + ")(" + x + ")", to);
+        // u8 and bool reach a float through int: GCC has no vector form of an unsigned char to
+        // float conversion, so a ReLU's (x > 0) * x kept the whole fused loop scalar (exact
+        // either way: every u8 is an int and a float).
+        const bool via_int = graph::is_float(to) && (from == DType::U8 || from == DType::Bool);
+        return rounded(std::string("(") + compute_type(to) + ")(" + (via_int ? "(int)(" : "(") +
+                           x + "))",
+                       to);
       }
     }
     // Float to integer: saturate, NaN to 0 (C's conversion is undefined out of range).
