@@ -28,8 +28,10 @@ struct Json {
   std::string text;                                  // String
   bool negative = false;                             // Integer: sign and magnitude
   std::uint64_t magnitude = 0;
-  std::vector<std::pair<std::string, Json>> members;  // Object, in file order
-  std::vector<Json> items;                            // Array
+  // An array's items, or an object's values with their keys beside them, in file order (a
+  // vector of pairs would hold the still-incomplete Json).
+  std::vector<std::string> keys;
+  std::vector<Json> items;
 };
 
 const char* kind_name(Json::Kind kind) {
@@ -107,10 +109,9 @@ class JsonReader {
           if (!keys.insert(key).second) fail(key_at, "header: duplicate key '" + key + "'");
           skip_space();
           expect(':');
-          v.members.emplace_back(std::move(key), read_value(depth + 1));
-        } else {
-          v.items.push_back(read_value(depth + 1));
+          v.keys.push_back(std::move(key));
         }
+        v.items.push_back(read_value(depth + 1));
         skip_space();
         if (peek("',' or a closing bracket") == ',') {
           ++pos_;
@@ -259,7 +260,9 @@ SafetensorsTensorInfo read_tensor(const JsonReader& r, const std::string& name, 
   const Json* dtype = nullptr;
   const Json* shape = nullptr;
   const Json* offsets = nullptr;
-  for (const auto& [key, member] : v.members) {
+  for (std::size_t i = 0; i < v.keys.size(); ++i) {
+    const std::string& key = v.keys[i];
+    const Json& member = v.items[i];
     if (key == "dtype") dtype = &member;
     else if (key == "shape") shape = &member;
     else if (key == "data_offsets") offsets = &member;
@@ -398,10 +401,14 @@ Safetensors parse_safetensors(std::span<const std::uint8_t> bytes, const std::st
   if (root.kind != Json::Kind::Object) {
     reader.fail(root.at, std::string("header: expected an object, got ") + kind_name(root.kind));
   }
-  for (const auto& [name, value] : root.members) {
+  for (std::size_t i = 0; i < root.keys.size(); ++i) {
+    const std::string& name = root.keys[i];
+    const Json& value = root.items[i];
     if (name == "__metadata__") {
       if (value.kind != Json::Kind::Object) reader.fail(value.at, "__metadata__ must be an object");
-      for (const auto& [key, entry] : value.members) {
+      for (std::size_t j = 0; j < value.keys.size(); ++j) {
+        const std::string& key = value.keys[j];
+        const Json& entry = value.items[j];
         if (entry.kind != Json::Kind::String) {
           reader.fail(entry.at, "__metadata__ '" + key + "': expected a string, got " + kind_name(entry.kind));
         }
