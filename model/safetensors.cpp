@@ -66,14 +66,15 @@ class JsonReader {
   std::uint64_t here() const { return base_ + pos_; }
 
   void skip_space() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
 
   char peek(const char* expecting) {
-    if (pos_ >= text_.size()) fail(here(), std::string("header: JSON ends where ") + expecting + " was expected");
+    if (pos_ >= text_.size())
+      fail(here(), std::string("header: JSON ends where ") + expecting + " was expected");
     return text_[pos_];
   }
 
@@ -155,7 +156,8 @@ class JsonReader {
       ++pos_;
     }
     if (pos_ == digits) fail(v.at, "header: '-' without digits");
-    if (text_[digits] == '0' && pos_ - digits > 1) fail(v.at, "header: integer with a leading zero");
+    if (text_[digits] == '0' && pos_ - digits > 1)
+      fail(v.at, "header: integer with a leading zero");
     if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
       fail(v.at, "header: a number with a fraction or exponent (only integers belong here)");
     }
@@ -203,7 +205,8 @@ class JsonReader {
       if (pos_ >= text_.size()) fail(start, "header: string not closed");
       const char c = text_[pos_++];
       if (c == '"') return s;
-      if (static_cast<unsigned char>(c) < 0x20) fail(here() - 1, "header: control character in a string");
+      if (static_cast<unsigned char>(c) < 0x20)
+        fail(here() - 1, "header: control character in a string");
       if (c != '\\') {
         s += c;
         continue;
@@ -223,7 +226,8 @@ class JsonReader {
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xD800 && cp < 0xDC00) {  // a high surrogate needs its low half
-            if (text_.substr(pos_, 2) != "\\u") fail(escape_at, "header: unpaired surrogate escape");
+            if (text_.substr(pos_, 2) != "\\u")
+              fail(escape_at, "header: unpaired surrogate escape");
             pos_ += 2;
             const unsigned low = hex4();
             if (low < 0xDC00 || low >= 0xE000) fail(escape_at, "header: unpaired surrogate escape");
@@ -256,7 +260,8 @@ constexpr SafetensorsDtype kAllDtypes[] = {
 SafetensorsTensorInfo read_tensor(const JsonReader& r, const std::string& name, const Json& v,
                                   std::uint64_t limit) {
   const std::string where = "tensor '" + name + "': ";
-  if (v.kind != Json::Kind::Object) r.fail(v.at, where + "expected an object, got " + kind_name(v.kind));
+  if (v.kind != Json::Kind::Object)
+    r.fail(v.at, where + "expected an object, got " + kind_name(v.kind));
   const Json* dtype = nullptr;
   const Json* shape = nullptr;
   const Json* offsets = nullptr;
@@ -269,7 +274,11 @@ SafetensorsTensorInfo read_tensor(const JsonReader& r, const std::string& name, 
     else r.fail(member.at, where + "unknown field '" + key + "'");
   }
   if (!dtype || !shape || !offsets) {
-    r.fail(v.at, where + "missing '" + (!dtype ? "dtype" : !shape ? "shape" : "data_offsets") + "'");
+    r.fail(v.at, where + "missing '" +
+                     (!dtype   ? "dtype"
+                      : !shape ? "shape"
+                               : "data_offsets") +
+                     "'");
   }
   SafetensorsTensorInfo t;
   t.name = name;
@@ -287,7 +296,8 @@ SafetensorsTensorInfo read_tensor(const JsonReader& r, const std::string& name, 
   if (shape->kind != Json::Kind::Array) r.fail(shape->at, where + "shape must be an array");
   std::uint64_t elements = 1;
   for (const Json& dim : shape->items) {
-    if (dim.kind != Json::Kind::Integer) r.fail(dim.at, where + "shape: expected an integer, got " + kind_name(dim.kind));
+    if (dim.kind != Json::Kind::Integer)
+      r.fail(dim.at, where + "shape: expected an integer, got " + kind_name(dim.kind));
     if (dim.negative && dim.magnitude != 0) r.fail(dim.at, where + "shape: negative dimension");
     if (dim.magnitude > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
       r.fail(dim.at, where + "shape: dimension too large");
@@ -295,7 +305,8 @@ SafetensorsTensorInfo read_tensor(const JsonReader& r, const std::string& name, 
     t.shape.push_back(static_cast<std::int64_t>(dim.magnitude));
   }
   // The element count, checked against overflow once no dimension is zero.
-  const bool empty = std::any_of(t.shape.begin(), t.shape.end(), [](std::int64_t d) { return d == 0; });
+  const bool empty =
+      std::any_of(t.shape.begin(), t.shape.end(), [](std::int64_t d) { return d == 0; });
   if (empty) {
     elements = 0;
   } else {
@@ -319,16 +330,20 @@ SafetensorsTensorInfo read_tensor(const JsonReader& r, const std::string& name, 
   }
   t.begin = offsets->items[0].magnitude;
   t.end = offsets->items[1].magnitude;
-  if (t.end < t.begin) r.fail(offsets->at, where + "data_offsets: end " + std::to_string(t.end) + " before begin " + std::to_string(t.begin));
+  if (t.end < t.begin) {
+    r.fail(offsets->at, where + "data_offsets: end " + std::to_string(t.end) + " before begin " +
+                            std::to_string(t.begin));
+  }
   if (t.end > limit) {
     r.fail(offsets->at, where + "data_offsets: end " + std::to_string(t.end) +
                             " runs past the data section (" + std::to_string(limit) + " bytes)");
   }
   const std::uint64_t size = safetensors_dtype_size(t.dtype);
-  if (elements > std::numeric_limits<std::uint64_t>::max() / size || t.end - t.begin != elements * size) {
-    r.fail(offsets->at, where + "data_offsets span " + std::to_string(t.end - t.begin) + " bytes, but " +
-                            std::to_string(elements) + " " + safetensors_dtype_name(t.dtype) +
-                            " elements take " +
+  if (elements > std::numeric_limits<std::uint64_t>::max() / size ||
+      t.end - t.begin != elements * size) {
+    r.fail(offsets->at, where + "data_offsets span " + std::to_string(t.end - t.begin) +
+                            " bytes, but " + std::to_string(elements) + " " +
+                            safetensors_dtype_name(t.dtype) + " elements take " +
                             (elements > std::numeric_limits<std::uint64_t>::max() / size
                                  ? std::string("more")
                                  : std::to_string(elements * size)));
@@ -383,7 +398,8 @@ Safetensors parse_safetensors(std::span<const std::uint8_t> bytes, const std::st
     throw UserError(file + ": byte " + std::to_string(at) + ": " + what);
   };
   if (bytes.size() < kHeaderLengthBytes) {
-    fail(0, "truncated: the header length needs 8 bytes, " + std::to_string(bytes.size()) + " left");
+    fail(0,
+         "truncated: the header length needs 8 bytes, " + std::to_string(bytes.size()) + " left");
   }
   std::uint64_t length = 0;
   std::memcpy(&length, bytes.data(), kHeaderLengthBytes);  // little-endian, as this host
@@ -395,7 +411,8 @@ Safetensors parse_safetensors(std::span<const std::uint8_t> bytes, const std::st
   s.data_offset = kHeaderLengthBytes + length;
   const std::uint64_t limit = bytes.size() - s.data_offset;
 
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + kHeaderLengthBytes), length);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + kHeaderLengthBytes),
+                              length);
   JsonReader reader(text, kHeaderLengthBytes, file);
   const Json root = reader.read_document();
   if (root.kind != Json::Kind::Object) {
@@ -410,7 +427,8 @@ Safetensors parse_safetensors(std::span<const std::uint8_t> bytes, const std::st
         const std::string& key = value.keys[j];
         const Json& entry = value.items[j];
         if (entry.kind != Json::Kind::String) {
-          reader.fail(entry.at, "__metadata__ '" + key + "': expected a string, got " + kind_name(entry.kind));
+          reader.fail(entry.at, "__metadata__ '" + key + "': expected a string, got " +
+                                    kind_name(entry.kind));
         }
         s.metadata.emplace_back(key, entry.text);
       }

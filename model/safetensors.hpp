@@ -52,7 +52,8 @@ struct Safetensors {
 
  private:
   std::map<std::string, std::size_t> tensor_index_;
-  friend Safetensors parse_safetensors(std::span<const std::uint8_t> bytes, const std::string& file);
+  friend Safetensors parse_safetensors(std::span<const std::uint8_t> bytes,
+                                       const std::string& file);
 };
 
 // Reads a safetensors file held in `bytes` (named `file` in errors).

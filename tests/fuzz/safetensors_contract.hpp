@@ -28,14 +28,17 @@ inline bool safetensors_contract_holds(std::span<const std::uint8_t> bytes) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   for (const model::SafetensorsTensorInfo& t : s.tensors) {
     if (t.end < t.begin || t.end > bytes.size() - s.data_offset) return false;
-    if (t.bytes() != static_cast<std::uint64_t>(t.elements) * model::safetensors_dtype_size(t.dtype)) {
+    if (t.bytes() !=
+        static_cast<std::uint64_t>(t.elements) * model::safetensors_dtype_size(t.dtype)) {
       return false;
     }
     if (t.bytes() > 0) ranges.emplace_back(t.begin, t.end);
-    const bool real = t.dtype == model::SafetensorsDtype::F32 || t.dtype == model::SafetensorsDtype::F16 ||
+    const bool real = t.dtype == model::SafetensorsDtype::F32 ||
+                      t.dtype == model::SafetensorsDtype::F16 ||
                       t.dtype == model::SafetensorsDtype::BF16;
     if (real && t.elements <= (1 << 20)) {
-      const auto values = model::safetensors_to_f32(t, bytes.subspan(s.data_offset + t.begin, t.bytes()));
+      const auto values =
+          model::safetensors_to_f32(t, bytes.subspan(s.data_offset + t.begin, t.bytes()));
       if (values.size() != static_cast<std::size_t>(t.elements)) return false;
     }
   }

@@ -16,7 +16,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 // A file: the header length, the header text as given (so tests can break it) and the data.
-std::vector<std::uint8_t> file_of(const std::string& header, const std::vector<std::uint8_t>& data) {
+std::vector<std::uint8_t> file_of(const std::string& header,
+                                  const std::vector<std::uint8_t>& data) {
   std::vector<std::uint8_t> bytes;
   bytes.reserve(8 + header.size() + data.size());
   for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::uint8_t>(header.size() >> (8 * i)));
@@ -45,8 +46,8 @@ std::string error_of(const std::vector<std::uint8_t>& bytes) {
 TEST_CASE("safetensors: a file the safetensors package wrote reads with NumPy's values [model]") {
   const SafetensorsFile f(std::string(KILN_SOURCE_DIR) + "/tests/model/tiny.safetensors");
   const Safetensors& h = f.header();
-  REQUIRE(h.metadata == std::vector<std::pair<std::string, std::string>>{
-                            {"format", "np"}, {"source", "kiln tests"}});
+  REQUIRE(h.metadata == std::vector<std::pair<std::string, std::string>>{{"format", "np"},
+                                                                         {"source", "kiln tests"}});
   REQUIRE(h.tensors.size() == 5);
 
   const SafetensorsTensorInfo* w32 = h.find_tensor("w32");
@@ -111,40 +112,52 @@ TEST_CASE("safetensors: a file written here round-trips, BF16 and escapes includ
   CHECK(h.tensors[0].name == "a");
   CHECK(h.tensors[1].name == "b\xC3\xA9\n");
   CHECK(h.tensors[2].dtype == SafetensorsDtype::I32);
-  CHECK(h.metadata == std::vector<std::pair<std::string, std::string>>{{"k", "v\"\xF0\x9F\x98\x80"}});
+  CHECK(h.metadata ==
+        std::vector<std::pair<std::string, std::string>>{{"k", "v\"\xF0\x9F\x98\x80"}});
   const auto span_of = [&](const SafetensorsTensorInfo& t) {
     return std::span<const std::uint8_t>(bytes).subspan(h.data_offset + t.begin, t.bytes());
   };
-  CHECK(safetensors_to_f32(h.tensors[0], span_of(h.tensors[0])) == std::vector<float>{1.0f, -2.5f, 3.25f});
+  CHECK(safetensors_to_f32(h.tensors[0], span_of(h.tensors[0])) ==
+        std::vector<float>{1.0f, -2.5f, 3.25f});
   CHECK(safetensors_to_f32(h.tensors[1], span_of(h.tensors[1])) == std::vector<float>{1.0f, -2.0f});
 }
 
 TEST_CASE("safetensors: malformed files fail with the byte where they are wrong [model]") {
   const std::vector<std::uint8_t> four(4);
-  const auto tensor = [](const std::string& dtype, const std::string& shape, const std::string& offsets) {
-    return R"({"x":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+  const auto tensor = [](const std::string& dtype, const std::string& shape,
+                         const std::string& offsets) {
+    return R"({"x":{"dtype":")" + dtype + R"(","shape":)" + shape + R"(,"data_offsets":)" +
+           offsets + "}}";
   };
   SECTION("truncated header length") {
-    CHECK(error_of({1, 2, 3}) == "error: t.safetensors: byte 0: truncated: the header length needs 8 bytes, 3 left");
+    CHECK(error_of({1, 2, 3}) ==
+          "error: t.safetensors: byte 0: truncated: the header length needs 8 bytes, 3 left");
   }
   SECTION("header length past the end") {
     std::vector<std::uint8_t> bytes = file_of("{}", {});
     bytes[0] = 200;
-    CHECK(error_of(bytes) == "error: t.safetensors: byte 0: truncated: header length 200 runs past the end (2 bytes left)");
+    CHECK(error_of(bytes) ==
+          "error: t.safetensors: byte 0: truncated: header length 200 runs past the end (2 bytes "
+          "left)");
   }
   SECTION("header cut inside the JSON") {
     CHECK(error_of(file_of(R"({"x":{"dtype")", {})) ==
           "error: t.safetensors: byte 21: header: JSON ends where ':' was expected");
   }
   SECTION("bad JSON") {
-    CHECK(error_of(file_of(R"({"x":[1,,2]})", {})) == "error: t.safetensors: byte 16: header: not JSON at ','");
-    CHECK(error_of(file_of(R"({"x" 1})", {})) == "error: t.safetensors: byte 13: header: expected ':', got '1'");
+    CHECK(error_of(file_of(R"({"x":[1,,2]})", {})) ==
+          "error: t.safetensors: byte 16: header: not JSON at ','");
+    CHECK(error_of(file_of(R"({"x" 1})", {})) ==
+          "error: t.safetensors: byte 13: header: expected ':', got '1'");
     CHECK(error_of(file_of(R"({} x)", {})) ==
           "error: t.safetensors: byte 11: header: unexpected text after the JSON object");
-    CHECK(error_of(file_of(R"({"a":1,"a":2})", {})) == "error: t.safetensors: byte 15: header: duplicate key 'a'");
+    CHECK(error_of(file_of(R"({"a":1,"a":2})", {})) ==
+          "error: t.safetensors: byte 15: header: duplicate key 'a'");
     CHECK(error_of(file_of(R"({"x":1.5})", {})) ==
-          "error: t.safetensors: byte 13: header: a number with a fraction or exponent (only integers belong here)");
-    CHECK(error_of(file_of("[]", {})) == "error: t.safetensors: byte 8: header: expected an object, got an array");
+          "error: t.safetensors: byte 13: header: a number with a fraction or exponent (only "
+          "integers belong here)");
+    CHECK(error_of(file_of("[]", {})) ==
+          "error: t.safetensors: byte 8: header: expected an object, got an array");
   }
   SECTION("bad dtype") {
     CHECK(error_of(file_of(tensor("F33", "[1]", "[0,4]"), four)) ==
@@ -156,11 +169,13 @@ TEST_CASE("safetensors: malformed files fail with the byte where they are wrong 
   }
   SECTION("size mismatch") {
     CHECK(error_of(file_of(tensor("F32", "[2]", "[0,4]"), four)) ==
-          "error: t.safetensors: byte 55: tensor 'x': data_offsets span 4 bytes, but 2 F32 elements take 8");
+          "error: t.safetensors: byte 55: tensor 'x': data_offsets span 4 bytes, but 2 F32 "
+          "elements take 8");
   }
   SECTION("offsets out of range") {
     CHECK(error_of(file_of(tensor("F32", "[1]", "[4,8]"), four)) ==
-          "error: t.safetensors: byte 55: tensor 'x': data_offsets: end 8 runs past the data section (4 bytes)");
+          "error: t.safetensors: byte 55: tensor 'x': data_offsets: end 8 runs past the data "
+          "section (4 bytes)");
     CHECK_THAT(error_of(file_of(tensor("F32", "[1]", "[4,0]"), four)),
                Contains("byte 55: tensor 'x': data_offsets: end 0 before begin 4"));
   }
@@ -178,7 +193,8 @@ TEST_CASE("safetensors: malformed files fail with the byte where they are wrong 
   SECTION("a missing or unknown field") {
     CHECK_THAT(error_of(file_of(R"({"x":{"dtype":"F32","shape":[]}})", {})),
                Contains("byte 13: tensor 'x': missing 'data_offsets'"));
-    CHECK_THAT(error_of(file_of(R"({"x":{"dtype":"F32","shape":[],"data_offsets":[0,4],"y":0}})", four)),
-               Contains("tensor 'x': unknown field 'y'"));
+    CHECK_THAT(
+        error_of(file_of(R"({"x":{"dtype":"F32","shape":[],"data_offsets":[0,4],"y":0}})", four)),
+        Contains("tensor 'x': unknown field 'y'"));
   }
 }

@@ -16,7 +16,9 @@
 
 namespace fs = std::filesystem;
 
-TEST_CASE("safetensors fuzz corpus: every input reads or is a user error, and keeps the contract [model]") {
+TEST_CASE(
+    "safetensors fuzz corpus: every input reads or is a user error, and keeps the contract "
+    "[model]") {
   const fs::path corpus = fs::path(KILN_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "safetensors";
   std::vector<fs::path> inputs;
   for (const auto& entry : fs::directory_iterator(corpus)) inputs.push_back(entry.path());
@@ -30,11 +32,12 @@ TEST_CASE("safetensors fuzz corpus: every input reads or is a user error, and ke
     INFO(name);
     CHECK(kiln::testing::safetensors_contract_holds(bytes));
     const bool seed_valid = name.rfind("valid-", 0) == 0;
-    const bool seed_broken = name.rfind("cut-", 0) == 0 || name.rfind("bad-", 0) == 0 ||
-                             name.rfind("overlap", 0) == 0;
+    const bool seed_broken =
+        name.rfind("cut-", 0) == 0 || name.rfind("bad-", 0) == 0 || name.rfind("overlap", 0) == 0;
     if (seed_valid) CHECK_NOTHROW(kiln::model::parse_safetensors(bytes, "v.safetensors"));
     if (seed_broken) {
-      CHECK_THROWS_AS(kiln::model::parse_safetensors(bytes, "b.safetensors"), kiln::support::UserError);
+      CHECK_THROWS_AS(kiln::model::parse_safetensors(bytes, "b.safetensors"),
+                      kiln::support::UserError);
     }
   }
 }
