@@ -4,21 +4,14 @@
 #include <cstring>
 #include <vector>
 
+#include "targets/cpu/vector_clones.hpp"
+
 namespace kiln::targets::cpu {
 
 namespace {
 
 // Eight floats: one AVX register, two SSE ones; GCC lowers it to what the clone targets.
 typedef float F8 __attribute__((vector_size(32)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-// One clone per x86 level, chosen once at load time: the library is built for the baseline,
-// the machine usually has FMA and wider registers.
-#define KILN_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_VECTOR_CLONES
-#endif
 
 inline F8 load8(const float* p) {
   F8 v;

@@ -12,6 +12,7 @@
 #include "support/diagnostic.hpp"
 #include "targets/cpu/gemm.hpp"
 #include "targets/cpu/threads.hpp"
+#include "targets/cpu/vector_clones.hpp"
 #include "targets/gemm_reference.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -28,16 +29,6 @@ using graph::QuantFormat;
 typedef float F16 __attribute__((vector_size(64)));
 typedef std::int32_t I16 __attribute__((vector_size(64)));
 typedef std::uint8_t U8x16 __attribute__((vector_size(16)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-// As gemv.cpp: one clone per x86 level (F16C converts the scales, AVX-512 the lanes).
-#define KILN_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KILN_VECTOR_CLONES
-#endif
-// Helpers are inlined into each clone, so that they are compiled for its instruction set.
-#define KILN_INLINE __attribute__((always_inline)) inline
 
 KILN_INLINE F16 load16(const float* p) {
   F16 v;

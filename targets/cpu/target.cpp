@@ -11,6 +11,7 @@
 #include "targets/cpu/quantized_gemm.hpp"
 #include "targets/cpu/threads.hpp"
 #include "targets/host_device.hpp"
+#include "targets/rule_folder.hpp"
 
 #ifndef KILN_CPU_RULES_DIR
 #define KILN_CPU_RULES_DIR "targets/cpu/rules"
@@ -66,15 +67,7 @@ class CpuTarget final : public runtime::Target {
   const runtime::Capabilities& capabilities() const override { return capabilities_; }
   // targets/cpu/rules/*.egg in name order ($KILN_CPU_RULES_DIR overrides the folder).
   std::vector<std::filesystem::path> rule_files() const override {
-    const char* env = std::getenv("KILN_CPU_RULES_DIR");
-    const std::filesystem::path dir = env && *env ? env : KILN_CPU_RULES_DIR;
-    std::vector<std::filesystem::path> files;
-    if (!std::filesystem::is_directory(dir)) return files;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      if (e.path().extension() == ".egg") files.push_back(e.path());
-    }
-    std::sort(files.begin(), files.end());
-    return files;
+    return rule_files_in("KILN_CPU_RULES_DIR", KILN_CPU_RULES_DIR);
   }
   bool supports(const graph::Body&) const override { return true; }
   bool supports(const runtime::LibraryCall& call) const override {

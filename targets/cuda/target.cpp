@@ -10,6 +10,7 @@
 #include "targets/gpu/codegen_version.hpp"
 #include "targets/gpu/render.hpp"
 #include "targets/gpu/tuned_kernel.hpp"
+#include "targets/rule_folder.hpp"
 
 namespace kiln::targets {
 
@@ -56,15 +57,7 @@ CudaTarget::CudaTarget() : compiler_(device_arch()) {
 }
 
 std::vector<std::filesystem::path> CudaTarget::rule_files() const {
-  const char* env = std::getenv("KILN_CUDA_RULES_DIR");
-  const std::filesystem::path dir = env && *env ? env : KILN_CUDA_RULES_DIR;
-  std::vector<std::filesystem::path> files;
-  if (!std::filesystem::is_directory(dir)) return files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".egg") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
+  return rule_files_in("KILN_CUDA_RULES_DIR", KILN_CUDA_RULES_DIR);
 }
 
 bool CudaTarget::supports(const runtime::LibraryCall& call) const {
