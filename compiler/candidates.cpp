@@ -77,59 +77,43 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsu
     c.op = std::move(body);
     out.push_back(std::move(c));
   }, subsumed_too);
-  view.for_rows("Gemm", [&](RowId r, const Value* row) {
-    CandidateInfo c;
-    c.node = ENode{*view.function("Gemm"), r};
-    c.output = view.find(row[7]);
-    c.how = "gemm";
-    c.what = "c" + std::to_string(c.output) + " as gemm";
-    auto a = view.operand(row[1]);
-    auto b = view.operand(row[2]);
-    const std::string& dtype_name = sorts.string_sort->get(row[0]);
-    std::optional<graph::DType> dtype = graph::parse_dtype(dtype_name);
-    if (!a || !b || !dtype) {
-      c.rejected = true;
-      c.why = !dtype ? "the unknown dtype \"" + dtype_name + "\"" : "an operand is not an Operand term";
-      c.op = runtime::LibraryCall{};
+  // Gemm, and GemmBias: the same product with a bias row (its third input) and an activation
+  // as the call's epilogue params.
+  for (const bool with_bias : {false, true}) {
+    const char* function = with_bias ? "GemmBias" : "Gemm";
+    view.for_rows(function, [&](RowId r, const Value* row) {
+      CandidateInfo c;
+      c.node = ENode{*view.function(function), r};
+      c.output = view.find(row[with_bias ? 9 : 7]);
+      c.how = "gemm";
+      c.what = "c" + std::to_string(c.output) + (with_bias ? " as gemm with bias" : " as gemm");
+      auto a = view.operand(row[1]);
+      auto b = view.operand(row[2]);
+      const std::string& dtype_name = sorts.string_sort->get(row[0]);
+      std::optional<graph::DType> dtype = graph::parse_dtype(dtype_name);
+      const std::int64_t activation = with_bias ? engine::I64Sort::get(row[8]) : 0;
+      if (!a || !b || !dtype || activation < 0 || activation > 1) {
+        c.rejected = true;
+        c.why = !dtype ? "the unknown dtype \"" + dtype_name + "\""
+                : (!a || !b) ? "an operand is not an Operand term"
+                             : "the unknown activation " + std::to_string(activation);
+        c.op = runtime::LibraryCall{};
+        out.push_back(std::move(c));
+        return;
+      }
+      c.inputs = {a->buffer, b->buffer};
+      runtime::LibraryCall call =
+          gemm_call(*dtype, *a, *b, sorts.expr_sort->get(row[3]), sorts.expr_sort->get(row[4]),
+                    sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
+      if (with_bias) {
+        c.inputs.push_back(view.find(row[7]));
+        call.params["bias"] = graph::Expr(1);
+        if (activation != 0) call.params["activation"] = graph::Expr(activation);
+      }
+      c.op = std::move(call);
       out.push_back(std::move(c));
-      return;
-    }
-    c.inputs = {a->buffer, b->buffer};
-    c.op = gemm_call(*dtype, *a, *b, sorts.expr_sort->get(row[3]), sorts.expr_sort->get(row[4]),
-                     sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
-    out.push_back(std::move(c));
-  }, subsumed_too);
-  // A Gemm with a bias row and an activation: the call's epilogue params, the bias its third
-  // input.
-  view.for_rows("GemmBias", [&](RowId r, const Value* row) {
-    CandidateInfo c;
-    c.node = ENode{*view.function("GemmBias"), r};
-    c.output = view.find(row[9]);
-    c.how = "gemm";
-    c.what = "c" + std::to_string(c.output) + " as gemm with bias";
-    auto a = view.operand(row[1]);
-    auto b = view.operand(row[2]);
-    const std::string& dtype_name = sorts.string_sort->get(row[0]);
-    std::optional<graph::DType> dtype = graph::parse_dtype(dtype_name);
-    const std::int64_t activation = engine::I64Sort::get(row[8]);
-    if (!a || !b || !dtype || activation < 0 || activation > 1) {
-      c.rejected = true;
-      c.why = !dtype ? "the unknown dtype \"" + dtype_name + "\""
-              : (!a || !b) ? "an operand is not an Operand term"
-                           : "the unknown activation " + std::to_string(activation);
-      c.op = runtime::LibraryCall{};
-      out.push_back(std::move(c));
-      return;
-    }
-    c.inputs = {a->buffer, b->buffer, view.find(row[7])};
-    runtime::LibraryCall call =
-        gemm_call(*dtype, *a, *b, sorts.expr_sort->get(row[3]), sorts.expr_sort->get(row[4]),
-                  sorts.expr_sort->get(row[5]), sorts.expr_sort->get(row[6]));
-    call.params["bias"] = graph::Expr(1);
-    if (activation != 0) call.params["activation"] = graph::Expr(activation);
-    c.op = std::move(call);
-    out.push_back(std::move(c));
-  }, subsumed_too);
+    }, subsumed_too);
+  }
   view.for_rows("QGemm", [&](RowId r, const Value* row) {
     CandidateInfo c;
     c.node = ENode{*view.function("QGemm"), r};
