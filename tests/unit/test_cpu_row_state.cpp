@@ -123,6 +123,63 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
   std::filesystem::remove_all(cache);
 }
 
+TEST_CASE("cpu row state: row inputs, a second reduction and work after the reduction",
+          "[cpu][row-state]") {
+  // value[i, c] = sum_j score_j * v[j, c] * w[c] * scale_c + (sum_k v[k, c]) * w[c], with
+  // score_j = sum_t x[i, t] * x[j, t] (shared by every c) and scale_c = sum_t u[c, t]: w[c] and
+  // scale_c are read by the row-state reduction (arrays, computed before it), the second
+  // reduction has no shared work (computed plainly, after), and w[c] is read again after it.
+  const std::int64_t E = 8, D = 4;
+  const DType f = DType::F32;
+  BodyBuilder b({f, f, f, f});
+  const Expr seq = Expr::dim("seq");
+  const Expr i = b.output_loop(seq), c = b.output_loop(E);
+  const std::string j = b.reduce_var(), t = b.reduce_var(), k = b.reduce_var(), s = b.reduce_var();
+  const ScalarId scale = b.reduce(b.sum_monoid(f), s, D, {b.load(3, c * D + Expr::dim(s))}, f);
+  const ScalarId w = b.load(2, c);
+  const ScalarId score = b.reduce(
+      b.sum_monoid(f), t, D,
+      {b.binary(ScalarOp::Mul, b.load(0, i * D + Expr::dim(t)), b.load(0, Expr::dim(j) * D + Expr::dim(t)))}, f);
+  const ScalarId y = b.binary(ScalarOp::Mul, b.binary(ScalarOp::Mul, b.load(1, Expr::dim(j) * E + c), w), scale);
+  const ScalarId first = b.reduce(b.sum_monoid(f), j, seq, {b.binary(ScalarOp::Mul, score, y)}, f);
+  const ScalarId second = b.reduce(b.sum_monoid(f), k, seq, {b.load(1, Expr::dim(k) * E + c)}, f);
+  const Body body = b.finish(b.binary(ScalarOp::Add, first, b.binary(ScalarOp::Mul, second, w)),
+                             seq * E, i * E + c);
+
+  const std::optional<targets::cpu::RowStatePlan> plan =
+      targets::cpu::plan_row_state(body, targets::NodeHomes(body));
+  REQUIRE(plan);
+  CHECK(plan->row_inputs.size() == 2);  // w[c] and scale_c
+  const targets::cpu::KernelSource source = targets::cpu::render_kernel(body);
+  INFO(source.code);
+  for (ScalarId id : plan->row_inputs) {
+    CHECK(contains(source.code, "float p" + std::to_string(id) + "[8];"));
+  }
+  const auto cache = fresh_dir("row-state-inputs");
+  targets::cpu::JitCompiler jit(cache);
+  const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile({source});
+  REQUIRE(kernels[0].fn != nullptr);
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (std::int64_t n : {1, 4, 17}) {
+    kiln::testing::BodyCase c{"seq=" + std::to_string(n), body, {}, {{"seq", n}}};
+    for (std::int64_t size : {n * D, n * E, E, E * D}) {
+      std::vector<double> data(static_cast<std::size_t>(size));
+      for (double& x : data) x = value(rng);
+      c.inputs.push_back(data);
+    }
+    INFO(c.label);
+    const std::vector<double> expected = kiln::testing::expected_output(c);
+    const std::vector<double> got = run(kernels[0], source, c);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t e = 0; e < got.size(); ++e) {
+      INFO("element " << e);
+      CHECK(std::fabs(got[e] - expected[e]) <= 2e-5 * (1.0 + std::fabs(expected[e])));
+    }
+  }
+  std::filesystem::remove_all(cache);
+}
+
 TEST_CASE("cpu row state: the online softmax keeps max and sum scalar, rescales once per key",
           "[cpu][row-state]") {
   const Body body = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true});
