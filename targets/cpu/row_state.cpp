@@ -98,16 +98,17 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     plan.reduce = id;
     plan.column_var = c;
     plan.columns = *columns;
-    bool pays = false;
+    bool shared_work = false, shared_loads = false;
     for (ScalarId n : homes.homed(scope)) {
       if (homes.deps(n).count(c)) {
         plan.column_nodes.push_back(n);
       } else {
         plan.shared_nodes.push_back(n);
-        pays = pays || !trivial(nodes[n]);
+        shared_loads = shared_loads || nodes[n].op == ScalarOp::Load;
+        shared_work = shared_work || (!trivial(nodes[n]) && nodes[n].op != ScalarOp::Load);
       }
     }
-    if (!pays) continue;
+    if (!shared_work && !(shared_loads && *columns >= kMinColumnsForSharedLoads)) continue;
     // The nodes of c's scope under the Reduce (ids are topological: a node's args come first).
     std::set<ScalarId> under, inputs;
     std::vector<ScalarId> stack(s.args.begin(), s.args.end());

@@ -263,7 +263,8 @@ TEST_CASE("cpu row state: the column loop inside the key loop vectorizes", "[cpu
   }
 }
 
-TEST_CASE("cpu row state: not taken where no work is shared or the columns are too many",
+TEST_CASE("cpu row state: not taken where no work is shared, the columns are too few for shared "
+          "loads or too many",
           "[cpu][row-state]") {
   // sum_j v[j, c]: nothing in the key loop is the same for every column.
   {
@@ -276,6 +277,21 @@ TEST_CASE("cpu row state: not taken where no work is shared or the columns are t
     const Body body = b.finish(total, seq * 16, i * 16 + c);
     CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
     CHECK(!contains(targets::cpu::render_kernel(body).code, "row state"));
+  }
+  // A matmul row: the shared work is a load of A, which pays from a vector's width of columns.
+  for (std::int64_t columns : {targets::cpu::kMinColumnsForSharedLoads - 1,
+                               targets::cpu::kMinColumnsForSharedLoads}) {
+    BodyBuilder b({DType::F32, DType::F32});
+    const Expr seq = Expr::dim("seq");
+    const Expr i = b.output_loop(seq), c = b.output_loop(columns);
+    const std::string k = b.reduce_var();
+    const ScalarId product = b.binary(ScalarOp::Mul, b.load(0, i * 32 + Expr::dim(k)),
+                                      b.load(1, Expr::dim(k) * columns + c));
+    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), k, Expr(32), {product}, DType::F32),
+                               seq * columns, i * columns + c);
+    INFO(columns << " columns");
+    CHECK(targets::cpu::plan_row_state(body, targets::NodeHomes(body)).has_value() ==
+          (columns >= targets::cpu::kMinColumnsForSharedLoads));
   }
   // More columns than the state arrays hold.
   {
