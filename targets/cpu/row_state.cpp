@@ -81,7 +81,8 @@ void plan_monoid(const Body& body, const NodeHomes& homes, RowStatePlan& plan) {
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
   const std::vector<graph::Loop>& loops = body.loops();
-  if (loops.empty() || body.store_row() || !loops.back().parallel) return std::nullopt;
+  // The loops outside c carry the threads (c itself is no longer split across them).
+  if (loops.size() < 2 || body.store_row() || !loops.back().parallel) return std::nullopt;
   const std::optional<std::int64_t> columns = loops.back().extent.as_constant();
   if (!columns || *columns < 1 || *columns > kMaxRowStateColumns) return std::nullopt;
   const std::vector<Scalar>& nodes = body.scalars();

@@ -54,7 +54,8 @@ struct RowStatePlan {
 };
 
 // The row-state plan for `body`, or nothing where it does not pay or does not apply: the
-// innermost output loop must be parallel with a constant extent of at most
+// innermost output loop, inside at least one other (which carries the threads), must be
+// parallel with a constant extent of at most
 // kMaxRowStateColumns, the store must have no dynamic row, and a Reduce homed in that loop
 // (the first by id that qualifies) must have an extent without c and, in its own loop, work
 // that does not depend on c: computation, or loads over at least kMinColumnsForSharedLoads

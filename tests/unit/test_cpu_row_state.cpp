@@ -306,15 +306,18 @@ TEST_CASE("cpu row state: not taken where no work is shared, the columns are too
         {16, targets::cpu::kMaxRowStateColumns + 1, ScoreMask::None, true});
     CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
   }
-  // A symbolic innermost extent.
-  {
+  // A symbolic innermost extent; a constant one with no loop outside it to share among threads.
+  for (bool symbolic : {true, false}) {
     BodyBuilder b({DType::F32, DType::F32});
-    const Expr n = Expr::dim("n");
+    const Expr n = symbolic ? Expr::dim("n") : Expr(16);
+    const Expr rows = symbolic ? b.output_loop(Expr(4)) : Expr(0);
     const Expr c = b.output_loop(n);
     const std::string j = b.reduce_var();
     const ScalarId product = b.binary(ScalarOp::Mul, b.unary(ScalarOp::Exp2, b.load(0, Expr::dim(j))),
                                       b.load(1, Expr::dim(j) * n + c));
-    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), j, n, {product}, DType::F32), n, c);
+    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), j, n, {product}, DType::F32),
+                               4 * n, rows * n + c);
+    INFO((symbolic ? "symbolic" : "one loop"));
     CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
   }
 }
