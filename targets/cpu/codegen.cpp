@@ -517,18 +517,7 @@ class Renderer {
   void emit_row_state(const RowStatePlan& plan, std::size_t indent) {
     const Scalar& s = nodes_[plan.reduce];
     const Monoid& m = body_.monoids().at(s.slot);
-    const char* type = compute_type(s.dtype);
     const std::string columns = std::to_string(plan.columns);
-    const std::string c = "L_" + plan.column_var;
-    const std::string column_loop =
-        "for (kiln_i64 " + c + " = 0; " + c + " < " + columns + "; ++" + c + ") {";
-    auto has_reduce = [&](const std::vector<ScalarId>& ids) {
-      return std::any_of(ids.begin(), ids.end(),
-                         [&](ScalarId id) { return nodes_[id].op == ScalarOp::Reduce; });
-    };
-    auto simd_unless_reduce = [&](const std::vector<ScalarId>& ids, std::size_t at) {
-      if (!has_reduce(ids)) line(at, "#pragma omp simd");
-    };
     line(indent, "// row state of %" + std::to_string(plan.reduce) + ": every " + plan.column_var +
                      " < " + columns + " at once");
     if (!plan.row_inputs.empty()) {
@@ -536,119 +525,142 @@ class Renderer {
         line(indent, std::string(compute_type(nodes_[id].dtype)) + " p" + std::to_string(id) +
                          "[" + columns + "];");
       }
-      simd_unless_reduce(plan.row_inputs, indent);
-      line(indent, column_loop);
+      open_column_loop(plan, plan.row_inputs, indent);
       for (ScalarId id : plan.row_inputs) emit_node(id, indent + 1);
       for (ScalarId id : plan.row_inputs) {
-        line(indent + 1, "p" + std::to_string(id) + "[" + c + "] = v" + std::to_string(id) + ";");
+        line(indent + 1, "p" + std::to_string(id) + "[" + column(plan) + "] = v" +
+                             std::to_string(id) + ";");
       }
       line(indent, "}");
-      for (ScalarId id : plan.row_inputs) renamed_[id] = "p" + std::to_string(id) + "[" + c + "]";
+      for (ScalarId id : plan.row_inputs) {
+        renamed_[id] = "p" + std::to_string(id) + "[" + column(plan) + "]";
+      }
     }
-    // The state: shared components are scalars, the others arrays.
-    const std::string acc = "a" + std::to_string(plan.reduce) + "_";
-    const std::size_t states = m.identity.size();
-    auto state = [&](std::size_t k) {
-      return acc + std::to_string(k) + (plan.shared_state[k] ? "" : "[" + c + "]");
-    };
-    bool arrays = false;
-    for (std::size_t k = 0; k < states; ++k) {
+    // The state: shared components are scalars, the others arrays set to the identity.
+    std::vector<std::size_t> arrays;
+    for (std::size_t k = 0; k < m.identity.size(); ++k) {
       if (plan.shared_state[k]) {
-        line(indent, std::string(type) + " " + state(k) + " = " +
+        line(indent, std::string(compute_type(s.dtype)) + " " + row_state(plan, k) + " = " +
                          literal(m.identity[k], s.dtype) + ";");
       } else {
-        line(indent, std::string(type) + " " + acc + std::to_string(k) + "[" + columns + "];");
-        arrays = true;
+        line(indent, std::string(compute_type(s.dtype)) + " " + row_state_name(plan, k) + "[" +
+                         columns + "];");
+        arrays.push_back(k);
       }
     }
-    if (arrays) {
-      line(indent, "#pragma omp simd");
-      line(indent, column_loop);
-      for (std::size_t k = 0; k < states; ++k) {
-        if (!plan.shared_state[k]) {
-          line(indent + 1, state(k) + " = " + literal(m.identity[k], s.dtype) + ";");
-        }
+    if (!arrays.empty()) {
+      open_column_loop(plan, {}, indent);
+      for (std::size_t k : arrays) {
+        line(indent + 1, row_state(plan, k) + " = " + literal(m.identity[k], s.dtype) + ";");
       }
       line(indent, "}");
     }
+    // for r { shared nodes ; shared fold step ; for c { column nodes ; column fold step } }
     const std::string r = "L_" + s.var;
     line(indent, "for (kiln_i64 " + r + " = 0; " + r + " < " + expr(s.extent) + "; ++" + r +
                      ") {");
     for (ScalarId id : plan.shared_nodes) emit_node(id, indent + 1);
-    // lift, then combine, of the shared parts (`only_shared`) or of the others.
-    std::map<std::size_t, std::string> element, pair;
-    auto lift_and_combine = [&](bool only_shared, std::size_t at) {
-      for (std::size_t e = 0; e < s.args.size(); ++e) {
-        if (plan.shared_element[e] || !only_shared) element[e] = value(s.args[e], nullptr);
-      }
-      for (std::size_t k = 0; k < states; ++k) {
-        if (plan.shared_state[k] || !only_shared) pair[k] = state(k);
-      }
-      // Lifts read elements, not the combine's params: no shared combine part stands for them.
-      std::map<ScalarId, std::string> combine_parts;
-      std::swap(combine_parts, shared_combine_);
-      for (std::size_t k = 0; k < m.lift.size(); ++k) {
-        if (plan.shared_lift[k] != only_shared) continue;
-        const std::string lifted = "l" + std::to_string(plan.reduce) + "_" + std::to_string(k);
-        line(at, std::string("const ") + type + " " + lifted + " = " +
-                     value(m.lift[k], &element) + ";");
-        pair[states + k] = lifted;
-      }
-      std::swap(combine_parts, shared_combine_);
-      if (only_shared) {
-        for (ScalarId id : plan.shared_combine) {
-          const std::string name = "h" + std::to_string(plan.reduce) + "_" + std::to_string(id);
-          line(at, std::string("const ") + compute_type(nodes_[id].dtype) + " " + name + " = " +
-                       compute(id, &pair) + ";");
-          shared_combine_[id] = name;
-        }
-      }
-      for (std::size_t k = 0; k < states; ++k) {
-        if (plan.shared_state[k] != only_shared) continue;
-        line(at, std::string("const ") + type + " n" + std::to_string(plan.reduce) + "_" +
-                     std::to_string(k) + " = " + value(m.combine[k], &pair) + ";");
-      }
-      for (std::size_t k = 0; k < states; ++k) {
-        if (plan.shared_state[k] == only_shared && !only_shared) {
-          line(at, state(k) + " = n" + std::to_string(plan.reduce) + "_" + std::to_string(k) +
-                       ";");
-        }
-      }
-    };
-    lift_and_combine(true, indent + 1);
-    simd_unless_reduce(plan.column_nodes, indent + 1);
-    line(indent + 1, column_loop);
+    std::map<std::size_t, std::string> pair;
+    emit_row_fold_step(plan, true, pair, indent + 1);
+    open_column_loop(plan, plan.column_nodes, indent + 1);
     for (ScalarId id : plan.column_nodes) emit_node(id, indent + 2);
-    lift_and_combine(false, indent + 2);
+    emit_row_fold_step(plan, false, pair, indent + 2);
     line(indent + 1, "}");
     shared_combine_.clear();
-    for (std::size_t k = 0; k < states; ++k) {
-      if (plan.shared_state[k]) {
-        line(indent + 1, state(k) + " = n" + std::to_string(plan.reduce) + "_" +
-                             std::to_string(k) + ";");
-      }
+    for (std::size_t k = 0; k < m.identity.size(); ++k) {
+      if (plan.shared_state[k]) line(indent + 1, row_state(plan, k) + " = " + folded(plan, k) + ";");
     }
     line(indent, "}");
     // Finalize, the rest of the value and the store, for every column.
     std::vector<ScalarId> rest;
     for (ScalarId id : homes_.homed(body_.loops().size())) {
-      if (id != plan.reduce && !renamed_.count(id)) rest.push_back(id);
+      if (!renamed_.count(id)) rest.push_back(id);
     }
-    simd_unless_reduce(rest, indent);
-    line(indent, column_loop);
-    std::map<std::size_t, std::string> final_state;
-    for (std::size_t k = 0; k < states; ++k) final_state[k] = state(k);
-    for (ScalarId id : homes_.homed(body_.loops().size())) {
-      if (id == plan.reduce) {
-        line(indent + 1, std::string("const ") + type + " v" + std::to_string(id) + " = " +
-                             value(m.finalize, &final_state) + ";");
-      } else if (!renamed_.count(id)) {
+    open_column_loop(plan, rest, indent);
+    std::map<std::size_t, std::string> state;
+    for (std::size_t k = 0; k < m.identity.size(); ++k) state[k] = row_state(plan, k);
+    for (ScalarId id : rest) {
+      if (id != plan.reduce) {
         emit_node(id, indent + 1);
+        continue;
       }
+      line(indent + 1, std::string("const ") + compute_type(s.dtype) + " v" + std::to_string(id) +
+                           " = " + value(m.finalize, &state) + ";");
     }
     emit_store(indent + 1);
     line(indent, "}");
     renamed_.clear();
+  }
+
+  // One step of the row-state fold: the lifts and new state components of the shared parts
+  // (`shared`, before the column loop, with the shared parts of every combine) or of the others
+  // (inside it, stored into the arrays). `pair` holds the combine's arguments as named so far.
+  void emit_row_fold_step(const RowStatePlan& plan, bool shared,
+                          std::map<std::size_t, std::string>& pair, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const Monoid& m = body_.monoids().at(s.slot);
+    const char* type = compute_type(s.dtype);
+    const std::size_t states = m.identity.size();
+    std::map<std::size_t, std::string> element;
+    for (std::size_t e = 0; e < s.args.size(); ++e) {
+      if (plan.shared_element[e] || !shared) element[e] = value(s.args[e], nullptr);
+    }
+    for (std::size_t k = 0; k < states; ++k) {
+      if (plan.shared_state[k] || !shared) pair[k] = row_state(plan, k);  // the old values
+    }
+    // Lifts read elements, not the combine's params: no shared combine part stands for them.
+    std::map<ScalarId, std::string> combine_parts;
+    std::swap(combine_parts, shared_combine_);
+    for (std::size_t k = 0; k < m.lift.size(); ++k) {
+      if (plan.shared_lift[k] != shared) continue;
+      const std::string lifted = "l" + std::to_string(plan.reduce) + "_" + std::to_string(k);
+      line(indent, std::string("const ") + type + " " + lifted + " = " +
+                       value(m.lift[k], &element) + ";");
+      pair[states + k] = lifted;
+    }
+    std::swap(combine_parts, shared_combine_);
+    if (shared) {
+      for (ScalarId id : plan.shared_combine) {
+        const std::string name = "h" + std::to_string(plan.reduce) + "_" + std::to_string(id);
+        line(indent, std::string("const ") + compute_type(nodes_[id].dtype) + " " + name + " = " +
+                         compute(id, &pair) + ";");
+        shared_combine_[id] = name;
+      }
+    }
+    for (std::size_t k = 0; k < states; ++k) {
+      if (plan.shared_state[k] != shared) continue;
+      line(indent, std::string("const ") + type + " " + folded(plan, k) + " = " +
+                       value(m.combine[k], &pair) + ";");
+    }
+    if (shared) return;  // assigned after the column loop, which reads the old values
+    for (std::size_t k = 0; k < states; ++k) {
+      if (!plan.shared_state[k]) line(indent, row_state(plan, k) + " = " + folded(plan, k) + ";");
+    }
+  }
+
+  // `for c < E {`, vectorized unless `nodes` (computed inside) hold a reduction.
+  void open_column_loop(const RowStatePlan& plan, const std::vector<ScalarId>& nodes,
+                        std::size_t indent) {
+    const bool reduce = std::any_of(nodes.begin(), nodes.end(), [&](ScalarId id) {
+      return nodes_[id].op == ScalarOp::Reduce && id != plan.reduce;
+    });
+    if (!reduce) line(indent, "#pragma omp simd");
+    const std::string c = column(plan);
+    line(indent, "for (kiln_i64 " + c + " = 0; " + c + " < " + std::to_string(plan.columns) +
+                     "; ++" + c + ") {");
+  }
+
+  static std::string column(const RowStatePlan& plan) { return "L_" + plan.column_var; }
+  static std::string row_state_name(const RowStatePlan& plan, std::size_t k) {
+    return "a" + std::to_string(plan.reduce) + "_" + std::to_string(k);
+  }
+  // State component k as read and written in the column loop.
+  static std::string row_state(const RowStatePlan& plan, std::size_t k) {
+    return row_state_name(plan, k) + (plan.shared_state[k] ? "" : "[" + column(plan) + "]");
+  }
+  // Its new value in one fold step.
+  static std::string folded(const RowStatePlan& plan, std::size_t k) {
+    return "n" + std::to_string(plan.reduce) + "_" + std::to_string(k);
   }
 
   // The iterations of output loops scope .. scope+run-1, as C.

@@ -81,7 +81,8 @@ void plan_monoid(const Body& body, const NodeHomes& homes, RowStatePlan& plan) {
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
   const std::vector<graph::Loop>& loops = body.loops();
-  if (loops.empty() || body.store_row() || !loops.back().parallel) return std::nullopt;
+  // The loops outside c carry the threads (c itself is no longer split across them).
+  if (loops.size() < 2 || body.store_row() || !loops.back().parallel) return std::nullopt;
   const std::optional<std::int64_t> columns = loops.back().extent.as_constant();
   if (!columns || *columns < 1 || *columns > kMaxRowStateColumns) return std::nullopt;
   const std::vector<Scalar>& nodes = body.scalars();
@@ -98,16 +99,17 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     plan.reduce = id;
     plan.column_var = c;
     plan.columns = *columns;
-    bool pays = false;
+    bool shared_work = false, shared_loads = false;
     for (ScalarId n : homes.homed(scope)) {
       if (homes.deps(n).count(c)) {
         plan.column_nodes.push_back(n);
       } else {
         plan.shared_nodes.push_back(n);
-        pays = pays || !trivial(nodes[n]);
+        shared_loads = shared_loads || nodes[n].op == ScalarOp::Load;
+        shared_work = shared_work || (!trivial(nodes[n]) && nodes[n].op != ScalarOp::Load);
       }
     }
-    if (!pays) continue;
+    if (!shared_work && !(shared_loads && *columns >= kMinColumnsForSharedLoads)) continue;
     // The nodes of c's scope under the Reduce (ids are topological: a node's args come first).
     std::set<ScalarId> under, inputs;
     std::vector<ScalarId> stack(s.args.begin(), s.args.end());

@@ -31,6 +31,10 @@ namespace kiln::targets::cpu {
 
 // The largest constant extent of c held in state arrays (floats on the stack, per thread).
 constexpr std::int64_t kMaxRowStateColumns = 256;
+// Where the reduction's shared work is only loads (a matmul's row of A), the columns that pay
+// for it: a vector's width. Fewer fill no vector, and the plain form's reduction loop
+// vectorizes instead.
+constexpr std::int64_t kMinColumnsForSharedLoads = 8;
 
 struct RowStatePlan {
   graph::ScalarId reduce = 0;        // the Reduce folded for every column at once
@@ -50,10 +54,12 @@ struct RowStatePlan {
 };
 
 // The row-state plan for `body`, or nothing where it does not pay or does not apply: the
-// innermost output loop must be parallel with a constant extent of at most
+// innermost output loop, inside at least one other (which carries the threads), must be
+// parallel with a constant extent of at most
 // kMaxRowStateColumns, the store must have no dynamic row, and a Reduce homed in that loop
 // (the first by id that qualifies) must have an extent without c and, in its own loop, work
-// that does not depend on c.
+// that does not depend on c: computation, or loads over at least kMinColumnsForSharedLoads
+// columns.
 std::optional<RowStatePlan> plan_row_state(const graph::Body& body, const NodeHomes& homes);
 
 }  // namespace kiln::targets::cpu

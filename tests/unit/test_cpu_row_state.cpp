@@ -72,6 +72,7 @@ std::vector<double> run(const targets::cpu::CompiledKernel& kernel,
 struct Variant {
   std::string label;
   AttentionShape shape;
+  DType dtype = DType::F32;
 };
 
 }  // namespace
@@ -86,11 +87,14 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"matmul chain", {16, 16, ScoreMask::None, false}},
       {"matmul chain causal", {8, 24, ScoreMask::Causal, false}},
       {"online softmax c=5", {3, 5, ScoreMask::None, true}},
+      {"online softmax f64", {8, 16, ScoreMask::Input, true}, DType::F64},
+      {"online softmax f16", {8, 16, ScoreMask::Causal, true}, DType::F16},
+      {"online softmax bf16", {8, 16, ScoreMask::Input, true}, DType::BF16},
   };
   std::vector<Body> bodies;
   std::vector<targets::cpu::KernelSource> sources;
   for (const Variant& v : variants) {
-    bodies.push_back(kiln::testing::attention_body(v.shape));
+    bodies.push_back(kiln::testing::attention_body(v.shape, v.dtype));
     sources.push_back(targets::cpu::render_kernel(bodies.back()));
     INFO(v.label << "\n" << sources.back().code);
     CHECK(contains(sources.back().code, "// row state of %"));
@@ -109,15 +113,75 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
         const std::vector<double> expected = kiln::testing::expected_output(c);
         const std::vector<double> got = run(kernels[v], sources[v], c);
         REQUIRE(got.size() == expected.size());
+        // Half types: both round every node, but the score's reduction vectorizes (another
+        // summation order), and a last-place difference there moves the weights.
+        const double tolerance = variants[v].dtype == DType::F32 ? 2e-5 : 4 * kiln::testing::case_tolerance(variants[v].dtype);
         std::size_t wrong = 0, first = 0;
         for (std::size_t e = 0; e < got.size(); ++e) {
           const bool same = got[e] == expected[e] ||
-                            std::fabs(got[e] - expected[e]) <= 2e-5 * (1.0 + std::fabs(expected[e]));
+                            std::fabs(got[e] - expected[e]) <= tolerance * (1.0 + std::fabs(expected[e]));
           if (!same && wrong++ == 0) first = e;
         }
         INFO("first wrong element " << first << ": " << got[first] << " vs " << expected[first]);
         CHECK(wrong == 0);
       }
+    }
+  }
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("cpu row state: row inputs, a second reduction and work after the reduction",
+          "[cpu][row-state]") {
+  // value[i, c] = sum_j score_j * v[j, c] * w[c] * scale_c + (sum_k v[k, c]) * w[c], with
+  // score_j = sum_t x[i, t] * x[j, t] (shared by every c) and scale_c = sum_t u[c, t]: w[c] and
+  // scale_c are read by the row-state reduction (arrays, computed before it), the second
+  // reduction has no shared work (computed plainly, after), and w[c] is read again after it.
+  const std::int64_t E = 8, D = 4;
+  const DType f = DType::F32;
+  BodyBuilder b({f, f, f, f});
+  const Expr seq = Expr::dim("seq");
+  const Expr i = b.output_loop(seq), c = b.output_loop(E);
+  const std::string j = b.reduce_var(), t = b.reduce_var(), k = b.reduce_var(), s = b.reduce_var();
+  const ScalarId scale = b.reduce(b.sum_monoid(f), s, D, {b.load(3, c * D + Expr::dim(s))}, f);
+  const ScalarId w = b.load(2, c);
+  const ScalarId score = b.reduce(
+      b.sum_monoid(f), t, D,
+      {b.binary(ScalarOp::Mul, b.load(0, i * D + Expr::dim(t)), b.load(0, Expr::dim(j) * D + Expr::dim(t)))}, f);
+  const ScalarId y = b.binary(ScalarOp::Mul, b.binary(ScalarOp::Mul, b.load(1, Expr::dim(j) * E + c), w), scale);
+  const ScalarId first = b.reduce(b.sum_monoid(f), j, seq, {b.binary(ScalarOp::Mul, score, y)}, f);
+  const ScalarId second = b.reduce(b.sum_monoid(f), k, seq, {b.load(1, Expr::dim(k) * E + c)}, f);
+  const Body body = b.finish(b.binary(ScalarOp::Add, first, b.binary(ScalarOp::Mul, second, w)),
+                             seq * E, i * E + c);
+
+  const std::optional<targets::cpu::RowStatePlan> plan =
+      targets::cpu::plan_row_state(body, targets::NodeHomes(body));
+  REQUIRE(plan);
+  CHECK(plan->row_inputs.size() == 2);  // w[c] and scale_c
+  const targets::cpu::KernelSource source = targets::cpu::render_kernel(body);
+  INFO(source.code);
+  for (ScalarId id : plan->row_inputs) {
+    CHECK(contains(source.code, "float p" + std::to_string(id) + "[8];"));
+  }
+  const auto cache = fresh_dir("row-state-inputs");
+  targets::cpu::JitCompiler jit(cache);
+  const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile({source});
+  REQUIRE(kernels[0].fn != nullptr);
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  for (std::int64_t n : {1, 4, 17}) {
+    kiln::testing::BodyCase c{"seq=" + std::to_string(n), body, {}, {{"seq", n}}};
+    for (std::int64_t size : {n * D, n * E, E, E * D}) {
+      std::vector<double> data(static_cast<std::size_t>(size));
+      for (double& x : data) x = value(rng);
+      c.inputs.push_back(data);
+    }
+    INFO(c.label);
+    const std::vector<double> expected = kiln::testing::expected_output(c);
+    const std::vector<double> got = run(kernels[0], source, c);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t e = 0; e < got.size(); ++e) {
+      INFO("element " << e);
+      CHECK(std::fabs(got[e] - expected[e]) <= 2e-5 * (1.0 + std::fabs(expected[e])));
     }
   }
   std::filesystem::remove_all(cache);
@@ -206,7 +270,8 @@ TEST_CASE("cpu row state: the column loop inside the key loop vectorizes", "[cpu
   }
 }
 
-TEST_CASE("cpu row state: not taken where no work is shared or the columns are too many",
+TEST_CASE("cpu row state: not taken where no work is shared, the columns are too few for shared "
+          "loads or too many",
           "[cpu][row-state]") {
   // sum_j v[j, c]: nothing in the key loop is the same for every column.
   {
@@ -220,21 +285,39 @@ TEST_CASE("cpu row state: not taken where no work is shared or the columns are t
     CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
     CHECK(!contains(targets::cpu::render_kernel(body).code, "row state"));
   }
+  // A matmul row: the shared work is a load of A, which pays from a vector's width of columns.
+  for (std::int64_t columns : {targets::cpu::kMinColumnsForSharedLoads - 1,
+                               targets::cpu::kMinColumnsForSharedLoads}) {
+    BodyBuilder b({DType::F32, DType::F32});
+    const Expr seq = Expr::dim("seq");
+    const Expr i = b.output_loop(seq), c = b.output_loop(columns);
+    const std::string k = b.reduce_var();
+    const ScalarId product = b.binary(ScalarOp::Mul, b.load(0, i * 32 + Expr::dim(k)),
+                                      b.load(1, Expr::dim(k) * columns + c));
+    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), k, Expr(32), {product}, DType::F32),
+                               seq * columns, i * columns + c);
+    INFO(columns << " columns");
+    CHECK(targets::cpu::plan_row_state(body, targets::NodeHomes(body)).has_value() ==
+          (columns >= targets::cpu::kMinColumnsForSharedLoads));
+  }
   // More columns than the state arrays hold.
   {
     const Body body = kiln::testing::attention_body(
         {16, targets::cpu::kMaxRowStateColumns + 1, ScoreMask::None, true});
     CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
   }
-  // A symbolic innermost extent.
-  {
+  // A symbolic innermost extent; a constant one with no loop outside it to share among threads.
+  for (bool symbolic : {true, false}) {
     BodyBuilder b({DType::F32, DType::F32});
-    const Expr n = Expr::dim("n");
+    const Expr n = symbolic ? Expr::dim("n") : Expr(16);
+    const Expr rows = symbolic ? b.output_loop(Expr(4)) : Expr(0);
     const Expr c = b.output_loop(n);
     const std::string j = b.reduce_var();
     const ScalarId product = b.binary(ScalarOp::Mul, b.unary(ScalarOp::Exp2, b.load(0, Expr::dim(j))),
                                       b.load(1, Expr::dim(j) * n + c));
-    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), j, n, {product}, DType::F32), n, c);
+    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), j, n, {product}, DType::F32),
+                               4 * n, rows * n + c);
+    INFO((symbolic ? "symbolic" : "one loop"));
     CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
   }
 }

@@ -1,5 +1,6 @@
 // targets/cuda without a GPU: every kernel of the examples (default schedules) and every schedule
-// choice of the conformance set is rendered as CUDA C++ and compiled by NVRTC to an sm_90 cubin,
+// choice of the conformance set and of attention-shaped Bodies with a multi-component reduction
+// state is rendered as CUDA C++ and compiled by NVRTC to an sm_90 cubin,
 // with ptxas's report of registers and spills (no spills allowed in the examples); the disk
 // cache makes a second compile free; a broken source gives NVRTC's message; the OpenCL and CUDA
 // renderings of one schedule differ only in the dialect's words; without a driver the target
@@ -23,6 +24,7 @@
 #include "targets/gpu/render.hpp"
 #include "targets/registry.hpp"
 #include "tests/unit/body_cases.hpp"
+#include "tests/unit/row_state_bodies.hpp"
 
 using namespace kiln;
 using kiln::testing::BodyCase;
@@ -124,6 +126,25 @@ TEST_CASE("cuda: every schedule choice of the conformance set compiles for sm_90
   std::vector<std::string> names;
   const std::vector<std::string> sources = units(kernels, names);
   const auto cache = fresh_cache("nvrtc-choices");
+  compile_all(NvrtcCompiler("sm_90", cache), sources, names);
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("cuda: multi-component reductions compile for sm_90 under every schedule choice",
+          "[cuda]") {
+  // The online softmax's three-component state over two elements, in every schedule's fold
+  // (serial, group tree, sub-group butterfly); the device test runs them.
+  std::vector<std::pair<graph::Body, Schedule>> kernels;
+  for (const kiln::testing::AttentionShape& shape :
+       {kiln::testing::AttentionShape{16, 16, kiln::testing::ScoreMask::Causal, true},
+        kiln::testing::AttentionShape{8, 16, kiln::testing::ScoreMask::Input, true}}) {
+    const graph::Body body = kiln::testing::attention_body(shape);
+    for (const Schedule& s : targets::gpu::schedule_choices(body)) kernels.emplace_back(body, s);
+  }
+  CHECK(kernels.size() > 2);
+  std::vector<std::string> names;
+  const std::vector<std::string> sources = units(kernels, names);
+  const auto cache = fresh_cache("nvrtc-multi-component");
   compile_all(NvrtcCompiler("sm_90", cache), sources, names);
   std::filesystem::remove_all(cache);
 }

@@ -1,0 +1,105 @@
+// Row-state code generation (targets/cpu/row_state.hpp) on an attention-shaped Body: the
+// online-softmax reduction over keys, its scores an inner reduction over the head dim, causal
+// through a select on j <= i, loops (head, i, c) with c the head dim. The same Body is rendered
+// both ways -- row state (scores once per key) and plain (scores once per key and column) --
+// compiled, checked against each other and timed side by side, alternating, on the calling
+// given thread count; prints one line per seq (the plain form only up to plain_max: it does
+// 64 times the score work, seconds a run at seq 1024):
+//   seq <n> row_state_ms <median> [plain_ms <median> max_abs_diff <d>]
+//   row_state_attention [threads (1)] [runs (5)] [plain_max (1024)] [seq ...] (512 1024 2048)
+// Heads 8, head dim 64.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "targets/cpu/codegen.hpp"
+#include "targets/cpu/jit.hpp"
+#include "targets/cpu/threads.hpp"
+#include "tests/unit/row_state_bodies.hpp"
+
+using namespace kiln;
+
+namespace {
+
+constexpr long long kHeads = 8;
+constexpr long long kHeadDim = 64;
+
+double seconds_of(const targets::cpu::CompiledKernel& kernel, std::vector<void*>& buffers,
+                  const std::vector<long long>& dims) {
+  const auto start = std::chrono::steady_clock::now();
+  kernel.fn(buffers.data(), dims.data());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+  const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const long long plain_max = argc > 3 ? std::atoll(argv[3]) : 1024;
+  std::vector<long long> seqs;
+  for (int a = 4; a < argc; ++a) seqs.push_back(std::atoll(argv[a]));
+  if (seqs.empty()) seqs = {512, 1024, 2048};
+  if (threads < 1 || runs < 1 || std::any_of(seqs.begin(), seqs.end(), [](long long s) { return s < 1; })) {
+    std::fprintf(stderr, "usage: row_state_attention [threads >= 1] [runs >= 1] [plain_max] [seq >= 1 ...]\n");
+    return 2;
+  }
+
+  const testing::AttentionShape shape{kHeadDim, kHeadDim, testing::ScoreMask::Causal, true};
+  const graph::Body body = testing::attention_body(shape);
+  const std::vector<targets::cpu::KernelSource> sources = {
+      targets::cpu::render_kernel(body), targets::cpu::render_kernel(body, {.row_state = false})};
+  targets::cpu::JitCompiler jit;
+  targets::cpu::load_thread_pool(jit);
+  targets::cpu::set_threads(threads);
+  const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
+  for (const auto& k : kernels) {
+    if (!k.fn) {
+      std::fprintf(stderr, "%s\n", k.error.c_str());
+      return 1;
+    }
+  }
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  for (long long seq : seqs) {
+    const auto n = static_cast<std::size_t>(kHeads * seq * kHeadDim);
+    std::vector<float> q(n), k(n), v(n), row_state(n), plain(n);
+    for (std::vector<float>* x : {&q, &k, &v}) {
+      for (float& e : *x) e = value(rng);
+    }
+    std::vector<void*> a = {q.data(), k.data(), v.data(), row_state.data()};
+    std::vector<void*> b = {q.data(), k.data(), v.data(), plain.data()};
+    std::vector<long long> dims;  // heads, seq: body_dims order
+    for (const std::string& d : sources[0].dims) dims.push_back(d == "heads" ? kHeads : seq);
+    const bool both = seq <= plain_max;
+    std::vector<double> ta, tb;
+    for (int r = 0; r <= runs; ++r) {  // the first pass warms up
+      const double x = seconds_of(kernels[0], a, dims);
+      const double y = both ? seconds_of(kernels[1], b, dims) : 0.0;
+      if (r > 0) {
+        ta.push_back(x);
+        tb.push_back(y);
+      }
+    }
+    std::printf("seq %lld row_state_ms %.3f", seq, median(ta) * 1e3);
+    if (both) {
+      double diff = 0.0;
+      for (std::size_t e = 0; e < n; ++e) {
+        diff = std::max(diff, static_cast<double>(std::fabs(row_state[e] - plain[e])));
+      }
+      std::printf(" plain_ms %.3f max_abs_diff %.3g", median(tb) * 1e3, diff);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
