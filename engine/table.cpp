@@ -111,7 +111,7 @@ void Table::compact_if_sparse() {
 void Table::rebuild_indexes() {
   primary_.clear(live_);
   for (RowId r = 0; r < end(); ++r) {
-    primary_.insert(key_hash(row(r)), r, [&](RowId other) { return key_hash(row(other)); });
+    primary_.insert(key_hash(row(r)), r);
   }
   for (auto& index : indexes_) {
     index->clear(live_);
