@@ -179,6 +179,8 @@ bool EGraph::rebuild_pass() {
   std::uint64_t unions_before = union_find_.unions();
   std::vector<RowId> stale;
   std::vector<Value> saved;
+  std::vector<std::uint64_t> hashes;  // per stale row: its keys' hash, for kill and prefetch
+  constexpr std::size_t kSlotAhead = 16, kRowAhead = 8;
   for (FunctionEntry& f : functions_) {
     if (!f.has_eq_columns) continue;
     Table& t = f.table;
@@ -201,19 +203,44 @@ bool EGraph::rebuild_pass() {
     // Kill all stale rows first so a re-written row never merges into a stale one. Each saved
     // row is its cells, its subsumed flag and its origin.
     std::size_t stride = width + 2;
-    saved.resize(stale.size() * stride);
-    for (std::size_t i = 0; i < stale.size(); ++i) {
+    std::size_t n = stale.size();
+    saved.resize(n * stride);
+    hashes.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
       const Value* row = t.row(stale[i]);
       std::copy_n(row, width, &saved[i * stride]);
       saved[i * stride + width] = t.subsumed(stale[i]);
       saved[i * stride + width + 1] = t.origin(stale[i]);
-      t.kill(stale[i]);
+      hashes[i] = t.key_hash(row);
+    }
+    // The kills are independent: each one's index slot is loaded a few rows ahead, so the
+    // cache misses of several kills overlap.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kSlotAhead < n) t.prefetch_slot_of(hashes[i + kSlotAhead]);
+      t.kill(stale[i], hashes[i]);
     }
     ++version_;
+    // The same for the re-inserts: the slot, then the row, of the canonical keys of a row a
+    // few rows ahead. Merges in between may change those keys: a prefetch is only a hint.
+    // Containers are left out: canonicalizing one ahead would intern new values out of order.
+    bool look_ahead = std::find(f.eq_columns.begin(), f.eq_columns.end(), kContainerColumn) ==
+                      f.eq_columns.end();
+    auto hash_ahead = [&](std::size_t i) {
+      Value keys[kMaxColumns];
+      const Value* row = &saved[i * stride];
+      for (std::uint32_t c = 0; c + 1 < width; ++c) keys[c] = canonical_cell(f, c, row[c]);
+      return t.key_hash(keys);
+    };
     // Every row goes back even if one merge fails (a :no-merge conflict): the failing row
     // yields to the row already there, the error is raised once the table is whole again.
     std::exception_ptr failure;
-    for (std::size_t i = 0; i < stale.size(); ++i) {
+    for (std::size_t i = 0; look_ahead && i < n && i < kSlotAhead; ++i) hashes[i] = hash_ahead(i);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (look_ahead && i + kSlotAhead < n) {
+        hashes[i + kSlotAhead] = hash_ahead(i + kSlotAhead);
+        t.prefetch_slot_of(hashes[i + kSlotAhead]);
+      }
+      if (look_ahead && i + kRowAhead < n) t.prefetch_row_of(hashes[i + kRowAhead]);
       Value* row = &saved[i * stride];
       for (std::uint32_t c = 0; c < width; ++c) row[c] = canonical_cell(f, c, row[c]);
       try {

@@ -1,6 +1,7 @@
 // The primary index of a table: an open-addressing hash map from a row's keys to the one live
 // row holding them. Slots keep a hash tag next to the row id, so a lookup usually touches one
-// slot and one row.
+// slot and one row. The tag also places the slot (its low bits are the slot number), so growing
+// the map moves slots without reading a row to hash it again.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,7 @@ class KeyIndex {
   RowId find(std::uint64_t hash, SameKeys&& same_keys) const {
     std::size_t mask = slots_.size() - 1;
     std::uint32_t tag = tag_of(hash);
-    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = tag & mask;; i = (i + 1) & mask) {
       const Slot& s = slots_[i];
       if (s.row == kNoRow) return kNoRow;
       if (s.tag == tag && s.row != kTombstone && same_keys(s.row)) return s.row;
@@ -30,19 +31,18 @@ class KeyIndex {
   // Hints for batched lookups: start loading the slot a hash lands in, then (once that is
   // cached) the row it holds, so lookups a few matches later do not wait on memory.
   void prefetch_slot(std::uint64_t hash) const {
-    __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+    __builtin_prefetch(&slots_[tag_of(hash) & (slots_.size() - 1)]);
   }
   RowId peek(std::uint64_t hash) const {
-    const Slot& s = slots_[hash & (slots_.size() - 1)];
+    const Slot& s = slots_[tag_of(hash) & (slots_.size() - 1)];
     return s.row == kTombstone ? kNoRow : s.row;
   }
 
-  // Adds a row (its keys must not be present). `hash_of_row` rehashes rows when growing.
-  template <class HashOfRow>
-  void insert(std::uint64_t hash, RowId row, HashOfRow&& hash_of_row) {
-    if ((used_ + 1) * 4 > slots_.size() * 3) rehash(hash_of_row);
+  // Adds a row (its keys must not be present).
+  void insert(std::uint64_t hash, RowId row) {
+    if ((used_ + 1) * 4 > slots_.size() * 3) rehash();
     std::size_t mask = slots_.size() - 1;
-    std::size_t i = hash & mask;
+    std::size_t i = tag_of(hash) & mask;
     while (slots_[i].row != kNoRow && slots_[i].row != kTombstone) i = (i + 1) & mask;
     if (slots_[i].row == kNoRow) ++used_;
     slots_[i] = Slot{tag_of(hash), row};
@@ -51,7 +51,7 @@ class KeyIndex {
 
   void erase(std::uint64_t hash, RowId row) {
     std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = hash & mask; slots_[i].row != kNoRow; i = (i + 1) & mask) {
+    for (std::size_t i = tag_of(hash) & mask; slots_[i].row != kNoRow; i = (i + 1) & mask) {
       if (slots_[i].row == row) {
         slots_[i].row = kTombstone;
         --live_;
@@ -76,8 +76,7 @@ class KeyIndex {
   };
   static std::uint32_t tag_of(std::uint64_t hash) { return static_cast<std::uint32_t>(hash >> 32); }
 
-  template <class HashOfRow>
-  void rehash(HashOfRow&& hash_of_row) {
+  void rehash() {
     HugePageVector<Slot> old = std::move(slots_);
     std::size_t n = old.size();
     if ((live_ + 1) * 2 > n) n *= 2;  // mostly live: grow; mostly tombstones: same size
@@ -86,10 +85,9 @@ class KeyIndex {
     std::size_t mask = n - 1;
     for (const Slot& s : old) {
       if (s.row == kNoRow || s.row == kTombstone) continue;
-      std::uint64_t h = hash_of_row(s.row);
-      std::size_t i = h & mask;
+      std::size_t i = s.tag & mask;
       while (slots_[i].row != kNoRow) i = (i + 1) & mask;
-      slots_[i] = Slot{tag_of(h), s.row};
+      slots_[i] = s;
       ++used_;
       ++live_;
     }

@@ -52,6 +52,16 @@ double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp si
   return std::min(rows, t.index(mask).rows_per_key());
 }
 
+// Rows per binding that an index probe walks past because the semi-naive filter rejects them:
+// an index chain holds rows of every age, so probing the rows new since the last search
+// through it also visits the old ones.
+double rejected_by_filter(Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
+  if (mask == 0 || filter == RowFilter::Any || t.size() == 0) return 0;
+  if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return 0;
+  double share = double(rows_in_filter(t, filter, since)) / double(t.size());
+  return t.index(mask).rows_per_key() * std::max(0.0, 1.0 - share);
+}
+
 ColumnMask bound_mask(const QueryAtom& atom, const std::vector<bool>& bound) {
   ColumnMask mask = 0;
   for (std::uint32_t c = 0; c < atom.columns.size(); ++c) {
@@ -126,6 +136,8 @@ Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>&
     }
     used[best] = true;
     order.atoms.push_back(best);
+    order.cost += partial * rejected_by_filter(egraph.table(q.atoms[best].function),
+                                               bound_mask(q.atoms[best], bound), filters[best], since);
     partial *= std::max(best_fanout, 1e-3);
     order.cost += partial;
     bind_atom(q.atoms[best], bound);
@@ -160,11 +172,18 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
   for (std::size_t k = 0; k < by_rows.size() && k < kSmallestStarts; ++k) starts.push_back(by_rows[k].second);
   std::sort(starts.begin(), starts.end());
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  // Estimates are coarse: the delta start wins unless another is clearly cheaper. It walks only
+  // new rows, and the rows its matches create stay grouped the way the delta was (which keeps
+  // repeated matches close together, see repeated_matches.hpp).
+  constexpr double kClearlyCheaper = 0.9;
   Order best_order;
+  std::optional<Order> delta_order;
   for (std::size_t k = 0; k < starts.size(); ++k) {
     Order order = greedy_order(egraph, q, filters, since, bound, done, starts[k]);
+    if (delta != filters.end() && starts[k] == std::size_t(delta - filters.begin())) delta_order = order;
     if (k == 0 || order.cost <= best_order.cost) best_order = std::move(order);
   }
+  if (delta_order && kClearlyCheaper * delta_order->cost <= best_order.cost) best_order = std::move(*delta_order);
 
   plan.cost = best_order.cost;
   for (std::size_t best : best_order.atoms) {

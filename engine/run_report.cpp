@@ -28,6 +28,7 @@ void RunReport::absorb(const RunReport& other) {
   for (const auto& [name, stats] : other.rules) {
     RuleStats& mine = rules[name];
     mine.matches += stats.matches;
+    mine.repeats_skipped += stats.repeats_skipped;
     mine.times_banned += stats.times_banned;
     mine.search_seconds += stats.search_seconds;
     mine.apply_seconds += stats.apply_seconds;
@@ -72,9 +73,11 @@ std::string RunReport::summary(std::size_t max_rules) const {
   if (sorted.size() > max_rules) sorted.resize(max_rules);
   for (const auto& [name, stats] : sorted) {
     std::string shown = name.size() > 60 ? name.substr(0, 57) + "..." : name;
-    std::snprintf(line, sizeof line, "  rule %-60s matches %10llu  search %.6fs  apply %.6fs%s\n",
+    std::string repeats =
+        stats.repeats_skipped ? "  (" + std::to_string(stats.repeats_skipped) + " repeats skipped)" : "";
+    std::snprintf(line, sizeof line, "  rule %-60s matches %10llu  search %.6fs  apply %.6fs%s%s\n",
                   shown.c_str(), static_cast<unsigned long long>(stats.matches),
-                  stats.search_seconds, stats.apply_seconds,
+                  stats.search_seconds, stats.apply_seconds, repeats.c_str(),
                   stats.times_banned ? "  (banned)" : "");
     out += line;
   }

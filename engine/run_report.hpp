@@ -25,6 +25,9 @@ struct RunLimits {
 
 struct RuleStats {
   std::uint64_t matches = 0;
+  // Matches not applied: they repeated an earlier match of the same search on the variables
+  // the actions read, and the actions are idempotent (repeated_matches.hpp).
+  std::uint64_t repeats_skipped = 0;
   std::uint64_t times_banned = 0;
   double search_seconds = 0;
   double apply_seconds = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/query_plan.hpp"
+#include "engine/repeated_matches.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::engine {
@@ -159,10 +160,16 @@ bool Runner::run_node(const Schedule& node) {
   return false;
 }
 
-const std::vector<std::uint32_t>& Runner::stored_vars(std::size_t rule) {
-  if (stored_vars_.size() < rules_.size()) stored_vars_.resize(rules_.size());
-  if (!stored_vars_[rule]) stored_vars_[rule] = variables_read(rules_[rule]);
-  return *stored_vars_[rule];
+const Runner::StoredMatch& Runner::stored_match(std::size_t rule) {
+  if (stored_match_.size() < rules_.size()) stored_match_.resize(rules_.size());
+  if (!stored_match_[rule]) {
+    const Rule& r = rules_[rule];
+    StoredMatch shape;
+    shape.vars = variables_read(r);
+    shape.skip_repeats = projection_may_repeat(r.query, shape.vars) && actions_idempotent(egraph_, r.actions);
+    stored_match_[rule] = std::move(shape);
+  }
+  return *stored_match_[rule];
 }
 
 bool Runner::iterate(const std::string& ruleset) {
@@ -176,7 +183,8 @@ bool Runner::iterate(const std::string& ruleset) {
   struct Found {
     std::size_t rule;
     std::vector<Value>* matches;  // the rule's reused buffer: pages stay mapped between iterations
-    std::uint64_t count = 0;
+    std::uint64_t count = 0;   // matches found
+    std::uint64_t stored = 0;  // matches stored: those that did not repeat an earlier one
   };
   match_buffers_.resize(rules_.size());
   std::vector<Found> found;
@@ -195,7 +203,9 @@ bool Runner::iterate(const std::string& ruleset) {
     auto t0 = Clock::now();
     Found f{r, &match_buffers_[r], 0};
     f.matches->clear();
-    const std::vector<std::uint32_t>& stored = stored_vars(r);
+    const StoredMatch& shape = stored_match(r);
+    const std::vector<std::uint32_t>& stored = shape.vars;
+    if (shape.skip_repeats) recent_matches_.start(stored.size());
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
     // A constant e-class (a global) that merged since the last search makes every match
@@ -204,7 +214,13 @@ bool Runner::iterate(const std::string& ruleset) {
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
+                             std::size_t at = f.matches->size();
                              for (std::uint32_t v : stored) f.matches->push_back(vars[v]);
+                             if (shape.skip_repeats && recent_matches_.repeat(f.matches->data() + at)) {
+                               f.matches->resize(at);
+                             } else {
+                               ++f.stored;
+                             }
                              return ++f.count <= limit;
                            },
                            rule.plans.get());
@@ -221,6 +237,7 @@ bool Runner::iterate(const std::string& ruleset) {
     }
     rule.searched_until = searched_until;
     stats.matches += f.count;
+    stats.repeats_skipped += f.count - f.stored;
     it.matches += f.count;
     found.push_back(std::move(f));
   }
@@ -234,14 +251,14 @@ bool Runner::iterate(const std::string& ruleset) {
     Rule& rule = rules_[f.rule];
     auto t0 = Clock::now();
     const auto version_before_rule = egraph_.version();
-    const std::vector<std::uint32_t>& stored = stored_vars(f.rule);
+    const std::vector<std::uint32_t>& stored = stored_match(f.rule).vars;
     std::size_t width = stored.size();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
     Prefetcher prefetch(rule, stored, f.matches->data());
     OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
     try {
-      for (std::uint64_t m = 0; m < f.count; ++m) {
-        prefetch.ahead(egraph_, m, f.count);
+      for (std::uint64_t m = 0; m < f.stored; ++m) {
+        prefetch.ahead(egraph_, m, f.stored);
         const Value* match = f.matches->data() + m * width;
         for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
         run_actions(egraph_, rule.actions, registers.data());

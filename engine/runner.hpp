@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/egraph.hpp"
+#include "engine/repeated_matches.hpp"
 #include "engine/rule.hpp"
 #include "engine/run_report.hpp"
 #include "engine/schedule.hpp"
@@ -40,10 +41,17 @@ class Runner {
   std::map<std::string, std::set<std::string>> combined_;
   RunReport report_;
   std::uint64_t iteration_ = 0;
-  const std::vector<std::uint32_t>& stored_vars(std::size_t rule);
+  // What a rule stores per match: the variables its actions read, and whether a match that
+  // repeats an earlier one on them is dropped (see repeated_matches.hpp).
+  struct StoredMatch {
+    std::vector<std::uint32_t> vars;
+    bool skip_repeats = false;
+  };
+  const StoredMatch& stored_match(std::size_t rule);
 
   std::vector<std::vector<Value>> match_buffers_;  // per rule, reused by every iteration
-  std::vector<std::optional<std::vector<std::uint32_t>>> stored_vars_;  // per rule
+  std::vector<std::optional<StoredMatch>> stored_match_;  // per rule
+  RecentMatches recent_matches_;  // of the rule being searched
   std::chrono::steady_clock::time_point start_;
 };
 

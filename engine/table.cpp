@@ -50,15 +50,15 @@ RowId Table::append(const Value* keys, std::uint64_t hash, Value output, Timesta
   flags_.push_back(subsumed ? kSubsumed : 0);
   origins_.push_back(origin);
   ++live_;
-  primary_.insert(hash, r, [&](RowId other) { return key_hash(row(other)); });
+  primary_.insert(hash, r);
   return r;  // secondary indexes catch up in index()
 }
 
-void Table::kill(RowId r) {
+void Table::kill(RowId r, std::uint64_t hash) {
   KILN_ASSERT(alive(r), "killing a dead row");
   flags_[r] |= kDead;
   --live_;
-  primary_.erase(key_hash(row(r)), r);
+  primary_.erase(hash, r);
   for (auto& index : indexes_) {
     if (r < index->synced()) index->remove(r);
   }
@@ -111,7 +111,7 @@ void Table::compact_if_sparse() {
 void Table::rebuild_indexes() {
   primary_.clear(live_);
   for (RowId r = 0; r < end(); ++r) {
-    primary_.insert(key_hash(row(r)), r, [&](RowId other) { return key_hash(row(other)); });
+    primary_.insert(key_hash(row(r)), r);
   }
   for (auto& index : indexes_) {
     index->clear(live_);

@@ -56,9 +56,12 @@ class Table {
   RowId find(const Value* keys, std::uint64_t hash) const;
   std::uint64_t key_hash(const Value* keys) const;
   // Memory hints for a find() of these keys soon: first the index slot, later the row.
-  void prefetch_slot(const Value* keys) const { primary_.prefetch_slot(key_hash(keys)); }
-  void prefetch_row(const Value* keys) const {
-    RowId r = primary_.peek(key_hash(keys));
+  void prefetch_slot(const Value* keys) const { prefetch_slot_of(key_hash(keys)); }
+  void prefetch_row(const Value* keys) const { prefetch_row_of(key_hash(keys)); }
+  // The same with the keys' hash known.
+  void prefetch_slot_of(std::uint64_t hash) const { primary_.prefetch_slot(hash); }
+  void prefetch_row_of(std::uint64_t hash) const {
+    RowId r = primary_.peek(hash);
     if (r < end()) __builtin_prefetch(row(r));
   }
   RowId append(const Value* keys, Value output, Timestamp ts, bool subsumed,
@@ -67,7 +70,9 @@ class Table {
   }
   RowId append(const Value* keys, std::uint64_t hash, Value output, Timestamp ts, bool subsumed,
                OriginId origin);
-  void kill(RowId r);
+  void kill(RowId r) { kill(r, key_hash(row(r))); }
+  // The same with the hash of the row's keys known.
+  void kill(RowId r, std::uint64_t hash);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
 
   // Calls visit(row) for each live row whose index columns equal `key` (the values of
