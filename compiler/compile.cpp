@@ -8,6 +8,7 @@
 #include <map>
 
 #include "compiler/chunk_graph.hpp"
+#include "compiler/group_cache.hpp"
 #include "compiler/lower_program.hpp"
 #include "compiler/partition.hpp"
 #include "support/diagnostic.hpp"
@@ -87,8 +88,10 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
     GroupSummary summary;
     summary.members = group.members;
     summary.nodes = partition.chunks[group.members[0]].nodes.size();
-    summary.program = search_group(rep, target, measurer, search);
-    if (search.verbose) {
+    summary.program = search_group_cached(rep, target, measurer, search);
+    if (search.verbose && summary.program.report.from_cache) {
+      std::cerr << "  from the program cache\n";
+    } else if (search.verbose) {
       const GroupReport& r = summary.program.report;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,7 +1,8 @@
 // The compiler (DESIGN §1): a model graph in, a checked program (LLIR) out.
 //
 //   partition (chunks at graph breaks, groups of identical chunks)
-//   -> per group: search_group on its representative chunk (search.hpp)
+//   -> per group: its program from the program cache (group_cache.hpp), else search_group on
+//      its representative chunk (search.hpp), then stored there
 //   -> per chunk, in order: the group's program instantiated as LLIR steps, its boundary inputs
 //      bound to the values earlier chunks produced, its weights to its own inputs.
 //

@@ -58,6 +58,9 @@ struct GroupReport {
   std::size_t searched_steps = 0;   // steps of the program the rules gave (0: none checked)
   std::size_t extractions = 0;      // 1, or more when a chosen program failed its check
   std::string rule_stats;           // per-rule matches and times
+  // Read from the program cache (compiler/group_cache.hpp): no search ran, so the counts and
+  // times of its phases are zero; the rest describes the search that chose the program.
+  bool from_cache = false;
 };
 
 struct GroupProgram {

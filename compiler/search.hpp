@@ -44,6 +44,9 @@ struct SearchOptions {
   std::size_t max_measurements = 1000;
   unsigned seed = 1;
   bool verbose = false;  // progress lines on stderr
+  // Read a group's program from the program cache when it holds one (compiler/group_cache.hpp);
+  // false searches anyway (the result is still stored).
+  bool program_cache = true;
 };
 
 // Encode (and, with `saturate`, saturate): registers the graph sorts in `session`, loads the

@@ -1,4 +1,5 @@
-// The reference interpreter: one contiguous double buffer per node, inputs read through views.
+// The reference interpreter: one contiguous double buffer per node, inputs read through views;
+// `interpret` keeps a buffer only while a later node reads it.
 #include "graph/interpret.hpp"
 
 #include <algorithm>
@@ -60,42 +61,63 @@ std::vector<std::int64_t> eval_shape(const std::vector<Expr>& shape, const DimVa
   return out;
 }
 
+// The elements of `src` seen through `view`, one at a time in row-major order of the view's
+// shape: a coordinate outside the view's mask reads 0.
+class ViewCursor {
+ public:
+  ViewCursor(const Graph& g, NodeId consumer, const std::vector<double>& src, const View& view,
+             const DimValues& dims)
+      : g_(g), consumer_(consumer), src_(src), view_(view),
+        shape_(eval_shape(view.shape(), dims)), strides_(eval_shape(view.strides(), dims)),
+        offset_(evaluate(view.offset(), dims)), lo_(view.rank(), 0), hi_(shape_),
+        coord_(view.rank(), 0) {
+    if (view.mask()) {
+      for (std::size_t d = 0; d < view.rank(); ++d) {
+        lo_[d] = evaluate((*view.mask())[d].lo, dims);
+        hi_[d] = evaluate((*view.mask())[d].hi, dims);
+      }
+    }
+  }
+
+  double next() {
+    bool valid = true;
+    std::int64_t index = offset_;
+    for (std::size_t d = 0; d < coord_.size(); ++d) {
+      if (coord_[d] < lo_[d] || coord_[d] >= hi_[d]) valid = false;
+      index += coord_[d] * strides_[d];
+    }
+    double v = 0.0;
+    if (valid) {
+      if (index < 0 || index >= static_cast<std::int64_t>(src_.size())) {
+        fail(g_, consumer_, "view " + to_string(view_) + " reads position " +
+                                std::to_string(index) + " of a buffer of " +
+                                std::to_string(src_.size()) + " elements");
+      }
+      v = src_[static_cast<std::size_t>(index)];
+    }
+    for (std::size_t d = coord_.size(); d-- > 0;) {  // advance the row-major odometer
+      if (++coord_[d] < shape_[d]) break;
+      coord_[d] = 0;
+    }
+    return v;
+  }
+
+ private:
+  const Graph& g_;
+  NodeId consumer_;
+  const std::vector<double>& src_;
+  const View& view_;
+  std::vector<std::int64_t> shape_, strides_;
+  std::int64_t offset_;
+  std::vector<std::int64_t> lo_, hi_, coord_;
+};
+
 // The elements of `src` seen through `view`, row-major in the view's shape.
 std::vector<double> read_view(const Graph& g, NodeId consumer, const std::vector<double>& src,
                               const View& view, const DimValues& dims) {
-  const std::size_t rank = view.rank();
-  std::vector<std::int64_t> shape = eval_shape(view.shape(), dims);
-  std::vector<std::int64_t> strides = eval_shape(view.strides(), dims);
-  std::int64_t offset = evaluate(view.offset(), dims);
-  std::vector<std::int64_t> lo(rank, 0), hi = shape;
-  if (view.mask()) {
-    for (std::size_t d = 0; d < rank; ++d) {
-      lo[d] = evaluate((*view.mask())[d].lo, dims);
-      hi[d] = evaluate((*view.mask())[d].hi, dims);
-    }
-  }
-  std::int64_t count = numel(shape);
-  std::vector<double> out(static_cast<std::size_t>(count), 0.0);
-  std::vector<std::int64_t> coord(rank, 0);
-  for (std::int64_t flat = 0; flat < count; ++flat) {
-    bool valid = true;
-    std::int64_t index = offset;
-    for (std::size_t d = 0; d < rank; ++d) {
-      if (coord[d] < lo[d] || coord[d] >= hi[d]) valid = false;
-      index += coord[d] * strides[d];
-    }
-    if (valid) {
-      if (index < 0 || index >= static_cast<std::int64_t>(src.size())) {
-        fail(g, consumer, "view " + to_string(view) + " reads position " + std::to_string(index) +
-                              " of a buffer of " + std::to_string(src.size()) + " elements");
-      }
-      out[static_cast<std::size_t>(flat)] = src[static_cast<std::size_t>(index)];
-    }
-    for (std::size_t d = rank; d-- > 0;) {  // advance the row-major odometer
-      if (++coord[d] < shape[d]) break;
-      coord[d] = 0;
-    }
-  }
+  std::vector<double> out(static_cast<std::size_t>(numel(eval_shape(view.shape(), dims))));
+  ViewCursor cursor(g, consumer, src, view, dims);
+  for (double& v : out) v = cursor.next();
   return out;
 }
 
@@ -141,74 +163,131 @@ double round_to_dtype(double v, DType t) {
   return v;
 }
 
-std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
-                                               const std::map<std::string, Tensor>& inputs) {
-  validate(g);
-  check_graph_memory(g, dims);
-  std::vector<std::vector<double>> values(g.size());
+namespace {
+
+// Input node `id`'s value from `source`, checked against the node and rounded to its dtype.
+std::vector<double> input_value(const Graph& g, NodeId id, const DimValues& dims,
+                                const InputSource& source) {
+  const Node& n = g.node(id);
+  const std::vector<std::int64_t> shape = eval_shape(n.shape, dims);
+  const auto count = static_cast<std::size_t>(numel(shape));
+  Tensor t = source(id);
+  if (t.dtype != n.dtype) {
+    fail(g, id, "input \"" + n.name + "\" has dtype " + std::string(dtype_name(t.dtype)) +
+                    ", expected " + std::string(dtype_name(n.dtype)));
+  }
+  if (t.shape != shape) {
+    fail(g, id, "input \"" + n.name + "\" has shape " + shape_text(t.shape) +
+                    ", expected " + shape_text(shape));
+  }
+  if (t.data.size() != count) {
+    fail(g, id, "input \"" + n.name + "\" has " + std::to_string(t.data.size()) +
+                    " values for shape " + shape_text(shape));
+  }
+  for (double& v : t.data) v = round_to_dtype(v, n.dtype);
+  return std::move(t.data);
+}
+
+// Runs `g`. keep_all: every node's value stays in `values`; else a value is freed after its
+// last reader (Outputs stay) and an Input is fetched when its first reader runs.
+void run(const Graph& g, const DimValues& dims, const InputSource& source, bool keep_all,
+         std::vector<std::vector<double>>& values, InterpretStats* stats) {
+  values.assign(g.size(), {});
+  std::vector<std::size_t> readers(g.size(), 0);  // edges still to read each value
+  for (NodeId id = 0; id < g.size(); ++id) {
+    for (const Graph::Input& in : g.inputs(id)) ++readers[in.producer];
+  }
+  std::vector<bool> fetched(g.size(), false);
+  std::int64_t live = 0, peak = 0;
+  auto bytes = [](std::size_t elements) {
+    return static_cast<std::int64_t>(elements) * kBytesPerHeldElement;
+  };
+  auto fetch = [&](NodeId id) {
+    values[id] = input_value(g, id, dims, source);
+    fetched[id] = true;
+    live += bytes(values[id].size());
+    peak = std::max(peak, live);
+  };
+  auto release = [&](NodeId id) {
+    live -= bytes(values[id].size());
+    std::vector<double>().swap(values[id]);
+  };
 
   for (NodeId id : g.topological_order()) {
     const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      if (keep_all || readers[id] == 0) fetch(id);
+      continue;
+    }
     std::vector<std::int64_t> shape = eval_shape(n.shape, dims);
     const auto count = static_cast<std::size_t>(numel(shape));
     std::vector<Graph::Input> ins = g.inputs(id);
-    // Input i read through its view, and that view's concrete shape.
-    std::vector<std::vector<double>> in(ins.size());
+    // Input i read through its view (a copy, or the producer's buffer itself: see
+    // interpreter_copies_input), and that view's concrete shape. Elementwise ops read their
+    // inputs through cursors instead, without a copy.
+    std::vector<std::vector<double>> copies(ins.size());
+    std::vector<const std::vector<double>*> in(ins.size());
     std::vector<std::vector<std::int64_t>> in_shape(ins.size());
     for (std::size_t i = 0; i < ins.size(); ++i) {
-      in[i] = read_view(g, id, values[ins[i].producer], ins[i].edge->view, dims);
+      const NodeId p = ins[i].producer;
+      if (g.node(p).op == Op::Input && !fetched[p]) fetch(p);
+      in[i] = &values[p];
+      if (interpreter_copies_input(g, id, ins[i])) {
+        copies[i] = read_view(g, id, values[p], ins[i].edge->view, dims);
+        in[i] = &copies[i];
+        live += bytes(copies[i].size());
+      }
       in_shape[i] = eval_shape(ins[i].edge->view.shape(), dims);
     }
+    auto cursor = [&](std::size_t i) {
+      return ViewCursor(g, id, values[ins[i].producer], ins[i].edge->view, dims);
+    };
     std::vector<double> out(count, 0.0);
+    live += bytes(count);
+    peak = std::max(peak, live);
 
     switch (n.op) {
-      case Op::Input: {
-        auto it = inputs.find(n.name);
-        if (it == inputs.end()) fail(g, id, "missing input \"" + n.name + "\"");
-        const Tensor& t = it->second;
-        if (t.dtype != n.dtype) {
-          fail(g, id, "input \"" + n.name + "\" has dtype " + std::string(dtype_name(t.dtype)) +
-                          ", expected " + std::string(dtype_name(n.dtype)));
-        }
-        if (t.shape != shape) {
-          fail(g, id, "input \"" + n.name + "\" has shape " + shape_text(t.shape) +
-                          ", expected " + shape_text(shape));
-        }
-        if (t.data.size() != count) {
-          fail(g, id, "input \"" + n.name + "\" has " + std::to_string(t.data.size()) +
-                          " values for shape " + shape_text(shape));
-        }
-        out = t.data;
-        break;
-      }
+      case Op::Input: break;  // fetched above
       case Op::Constant: std::fill(out.begin(), out.end(), n.value); break;
       case Op::Iota:
         for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<double>(i);
         break;
-      case Op::Output: case Op::Cast: out = in[0]; break;
-      case Op::Exp2: for (std::size_t i = 0; i < count; ++i) out[i] = std::exp2(in[0][i]); break;
-      case Op::Log2: for (std::size_t i = 0; i < count; ++i) out[i] = std::log2(in[0][i]); break;
-      case Op::Sin: for (std::size_t i = 0; i < count; ++i) out[i] = std::sin(in[0][i]); break;
-      case Op::Recip: for (std::size_t i = 0; i < count; ++i) out[i] = 1.0 / in[0][i]; break;
-      case Op::Sqrt: for (std::size_t i = 0; i < count; ++i) out[i] = std::sqrt(in[0][i]); break;
-      case Op::Add: for (std::size_t i = 0; i < count; ++i) out[i] = in[0][i] + in[1][i]; break;
-      case Op::Mul: for (std::size_t i = 0; i < count; ++i) out[i] = in[0][i] * in[1][i]; break;
-      case Op::Mod:
-        for (std::size_t i = 0; i < count; ++i) {
-          out[i] = is_float(n.dtype) ? std::fmod(in[0][i], in[1][i])
-                                     : floor_mod(g, id, in[0][i], in[1][i]);
+      case Op::Output: case Op::Cast: case Op::Exp2: case Op::Log2: case Op::Sin:
+      case Op::Recip: case Op::Sqrt: {
+        ViewCursor a = cursor(0);
+        for (double& v : out) {
+          const double x = a.next();
+          switch (n.op) {
+            case Op::Exp2: v = std::exp2(x); break;
+            case Op::Log2: v = std::log2(x); break;
+            case Op::Sin: v = std::sin(x); break;
+            case Op::Recip: v = 1.0 / x; break;
+            case Op::Sqrt: v = std::sqrt(x); break;
+            default: v = x; break;  // Output, Cast (rounded below)
+          }
         }
         break;
-      case Op::LessThan:
-        for (std::size_t i = 0; i < count; ++i) out[i] = in[0][i] < in[1][i] ? 1.0 : 0.0;
+      }
+      case Op::Add: case Op::Mul: case Op::Mod: case Op::LessThan: {
+        ViewCursor a = cursor(0), b = cursor(1);
+        for (double& v : out) {
+          const double x = a.next(), y = b.next();
+          switch (n.op) {
+            case Op::Add: v = x + y; break;
+            case Op::Mul: v = x * y; break;
+            case Op::Mod: v = is_float(n.dtype) ? std::fmod(x, y) : floor_mod(g, id, x, y); break;
+            default: v = x < y ? 1.0 : 0.0; break;  // LessThan
+          }
+        }
         break;
+      }
       case Op::SumReduce: case Op::MaxReduce: case Op::Softmax: {
         const std::vector<std::int64_t>& s = in_shape[0];
         std::size_t outer = 1, inner = 1;
         for (std::size_t d = 0; d < n.axis; ++d) outer *= static_cast<std::size_t>(s[d]);
         for (std::size_t d = n.axis + 1; d < s.size(); ++d) inner *= static_cast<std::size_t>(s[d]);
         const auto len = static_cast<std::size_t>(s[n.axis]);
-        const std::vector<double>& x = in[0];
+        const std::vector<double>& x = *in[0];
         auto at = [&](std::size_t o, std::size_t k, std::size_t i) { return (o * len + k) * inner + i; };
         for (std::size_t o = 0; o < outer; ++o) {
           for (std::size_t i = 0; i < inner; ++i) {
@@ -235,21 +314,21 @@ std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& 
       }
       case Op::Gather: {
         const std::int64_t rows = in_shape[0][0];
-        const std::size_t row_size = rows == 0 ? 0 : in[0].size() / static_cast<std::size_t>(rows);
-        for (std::size_t j = 0; j < in[1].size(); ++j) {
-          std::size_t r = row_index(g, id, in[1][j], rows);
-          std::copy_n(in[0].begin() + static_cast<std::ptrdiff_t>(r * row_size), row_size,
+        const std::size_t row_size = rows == 0 ? 0 : in[0]->size() / static_cast<std::size_t>(rows);
+        for (std::size_t j = 0; j < in[1]->size(); ++j) {
+          std::size_t r = row_index(g, id, (*in[1])[j], rows);
+          std::copy_n(in[0]->begin() + static_cast<std::ptrdiff_t>(r * row_size), row_size,
                       out.begin() + static_cast<std::ptrdiff_t>(j * row_size));
         }
         break;
       }
       case Op::Scatter: {
-        out = in[0];
+        out = *in[0];
         const std::int64_t rows = in_shape[0][0];
-        const std::size_t row_size = rows == 0 ? 0 : in[0].size() / static_cast<std::size_t>(rows);
-        for (std::size_t j = 0; j < in[1].size(); ++j) {
-          std::size_t r = row_index(g, id, in[1][j], rows);
-          std::copy_n(in[2].begin() + static_cast<std::ptrdiff_t>(j * row_size), row_size,
+        const std::size_t row_size = rows == 0 ? 0 : in[0]->size() / static_cast<std::size_t>(rows);
+        for (std::size_t j = 0; j < in[1]->size(); ++j) {
+          std::size_t r = row_index(g, id, (*in[1])[j], rows);
+          std::copy_n(in[2]->begin() + static_cast<std::ptrdiff_t>(j * row_size), row_size,
                       out.begin() + static_cast<std::ptrdiff_t>(r * row_size));
         }
         break;
@@ -259,7 +338,7 @@ std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& 
         if (!format || in.size() != 2 || shape.size() != 2) {
           fail(g, id, "CustomOp \"" + n.name + "\" is not supported by the interpreter");
         }
-        out = dequantize_values(*format, in[0], in[1], shape[0], shape[1]);
+        out = dequantize_values(*format, *in[0], *in[1], shape[0], shape[1]);
         break;
       }
     }
@@ -269,22 +348,56 @@ std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& 
                       shape_text(shape));
     }
     for (double& v : out) v = round_to_dtype(v, n.dtype);
+    for (const std::vector<double>& x : copies) live -= bytes(x.size());
     values[id] = std::move(out);
+    if (keep_all) continue;
+    for (const Graph::Input& x : ins) {
+      if (--readers[x.producer] == 0 && g.node(x.producer).op != Op::Output) release(x.producer);
+    }
+    if (readers[id] == 0 && n.op != Op::Output) release(id);
   }
+  if (stats) stats->peak_bytes = peak;
+}
+
+InputSource from_map(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+  return [&g, &inputs](NodeId id) {
+    const Node& n = g.node(id);
+    auto it = inputs.find(n.name);
+    if (it == inputs.end()) fail(g, id, "missing input \"" + n.name + "\"");
+    return it->second;
+  };
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
+                                               const std::map<std::string, Tensor>& inputs) {
+  validate(g);
+  check_graph_memory(g, dims);
+  std::vector<std::vector<double>> values;
+  run(g, dims, from_map(g, inputs), /*keep_all=*/true, values, nullptr);
   return values;
 }
 
 std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
-                                        const std::map<std::string, Tensor>& inputs) {
-  std::vector<std::vector<double>> values = interpret_all(g, dims, inputs);
+                                        const InputSource& source, InterpretStats* stats) {
+  validate(g);
+  check_bytes_fit(interpreter_peak_bytes(g, dims), "the reference interpreter", dims);
+  std::vector<std::vector<double>> values;
+  run(g, dims, source, /*keep_all=*/false, values, stats);
   std::map<std::string, Tensor> outputs;
   for (NodeId id : g.topological_order()) {
     const Node& n = g.node(id);
     if (n.op != Op::Output) continue;
     if (outputs.count(n.name) != 0) fail(g, id, "two outputs are named \"" + n.name + "\"");
-    outputs[n.name] = Tensor{n.dtype, eval_shape(n.shape, dims), values[id]};
+    outputs[n.name] = Tensor{n.dtype, eval_shape(n.shape, dims), std::move(values[id])};
   }
   return outputs;
+}
+
+std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
+                                        const std::map<std::string, Tensor>& inputs) {
+  return interpret(g, dims, from_map(g, inputs));
 }
 
 }  // namespace kiln::graph

@@ -2,7 +2,17 @@
 // later stage is checked against (DESIGN §1). It favours obviously-correct code over speed.
 //
 // Model. Every node's result is a row-major buffer of doubles of its output shape, with the
-// symbolic dims bound from `dims`. A consumer reads each input through its edge's View: for
+// symbolic dims bound from `dims`. interpret_all keeps every buffer (the compiler's checks read
+// every node's value, at small dims). interpret keeps a buffer only until its last reader has
+// run and asks for an Input's value only when its first reader runs, so a model's check holds
+// one layer's values and the weights in use, not the whole graph's: a 4B-parameter decoder is
+// checked in a few GiB when its weights come from an InputSource that makes them on demand
+// (graph/random_inputs.hpp's random_input) rather than from a map that holds them all.
+// Elementwise ops read their inputs through their views one element at a time and other ops
+// read a contiguous view of a whole producer in place, so a broadcast operand is never copied
+// out at its broadcast size. (Buffers stay doubles, one per node: each op computes in double
+// and rounds to its dtype as before, so no value changes; what brings a model within memory is
+// bounding what is alive at once.) A consumer reads each input through its edge's View: for
 // every coordinate of the view shape, a coordinate outside the view's mask reads 0 (padding)
 // and any other reads the producer's buffer at `offset + sum(coord[d] * stride[d])`.
 // Reductions and softmax accumulate in double.
@@ -31,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,7 +70,23 @@ double round_to_dtype(double v, DType t);
 std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
                                                const std::map<std::string, Tensor>& inputs);
 
-// Runs `g` as interpret_all does; returns the value of every Output node, by name.
+// An Input node's value, asked for once, when the first node that reads it runs.
+using InputSource = std::function<Tensor(NodeId)>;
+
+struct InterpretStats {
+  // The most bytes of buffers alive at once: the values kept for later readers, plus the
+  // running node's output and the copies of its inputs read through their views
+  // (graph/memory_estimate.hpp: interpreter_copies_input says which; interpreter_peak_bytes
+  // predicts this number).
+  std::int64_t peak_bytes = 0;
+};
+
+// Runs `g`, freeing each value after its last reader; returns the value of every Output node,
+// by name. A UserError when the peak would not fit this machine's memory.
+std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
+                                        const InputSource& source,
+                                        InterpretStats* stats = nullptr);
+// The same with every Input fed from `inputs` (by name).
 std::map<std::string, Tensor> interpret(const Graph& g, const DimValues& dims,
                                         const std::map<std::string, Tensor>& inputs);
 

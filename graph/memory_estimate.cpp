@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -136,6 +137,61 @@ void check_nodes_memory(const Graph& g, const DimValues& dims, std::int64_t limi
 void check_graph_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
   check_nodes_memory(g, dims, limit, "the reference interpreter's values",
                      [](const Node&) { return true; });
+}
+
+bool interpreter_copies_input(const Graph& g, NodeId consumer, const Graph::Input& in) {
+  switch (g.node(consumer).op) {
+    case Op::Output: case Op::Cast: case Op::Exp2: case Op::Log2: case Op::Sin: case Op::Recip:
+    case Op::Sqrt: case Op::Add: case Op::Mul: case Op::Mod: case Op::LessThan:
+      return false;
+    default:
+      return !(in.edge->view == View::contiguous(g.node(in.producer).shape));
+  }
+}
+
+std::int64_t interpreter_peak_bytes(const Graph& g, const DimValues& dims) {
+  // The interpreter's schedule (graph/interpret.cpp), counting bytes instead of computing.
+  std::vector<std::size_t> readers(g.size(), 0);
+  for (NodeId id = 0; id < g.size(); ++id) {
+    for (const Graph::Input& in : g.inputs(id)) ++readers[in.producer];
+  }
+  auto bytes = [&](const std::vector<Expr>& shape) {
+    return saturating_mul(saturating_numel(shape, dims), kBytesPerHeldElement);
+  };
+  std::vector<std::int64_t> held(g.size(), 0);
+  std::vector<bool> fetched(g.size(), false);
+  std::int64_t live = 0, peak = 0;
+  auto fetch = [&](NodeId id) {
+    held[id] = bytes(g.node(id).shape);
+    fetched[id] = true;
+    live = saturating_add(live, held[id]);
+    peak = std::max(peak, live);
+  };
+  for (NodeId id : g.topological_order()) {
+    const Node& n = g.node(id);
+    if (n.op == Op::Input) {
+      if (readers[id] == 0) fetch(id);
+      continue;
+    }
+    const std::vector<Graph::Input> ins = g.inputs(id);
+    std::int64_t reads = 0;
+    for (const Graph::Input& in : ins) {
+      if (g.node(in.producer).op == Op::Input && !fetched[in.producer]) fetch(in.producer);
+      if (interpreter_copies_input(g, id, in)) {
+        reads = saturating_add(reads, bytes(in.edge->view.shape()));
+      }
+    }
+    held[id] = bytes(n.shape);
+    peak = std::max(peak, saturating_add(live, saturating_add(reads, held[id])));
+    live = saturating_add(live, held[id]);
+    for (const Graph::Input& in : ins) {
+      if (--readers[in.producer] == 0 && g.node(in.producer).op != Op::Output) {
+        live -= held[in.producer];
+      }
+    }
+    if (readers[id] == 0 && n.op != Op::Output) live -= held[id];
+  }
+  return peak;
 }
 
 void check_inputs_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {

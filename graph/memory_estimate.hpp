@@ -30,7 +30,7 @@ void check_bytes_fit(std::int64_t bytes, const std::string& what, const DimValue
                      std::int64_t limit = physical_memory_bytes());
 
 // A UserError when the values of every node of `g` at `dims`, all held at once as doubles (what
-// the reference interpreter keeps), need more than `limit` bytes; it names the largest tensor,
+// the reference interpreter's interpret_all keeps), need more than `limit` bytes; it names the largest tensor,
 // the dims in its shape, and the total.
 void check_graph_memory(const Graph& g, const DimValues& dims,
                         std::int64_t limit = physical_memory_bytes());
@@ -39,5 +39,14 @@ void check_graph_memory(const Graph& g, const DimValues& dims,
 // each fit and still not fit together.
 void check_inputs_memory(const Graph& g, const DimValues& dims,
                          std::int64_t limit = physical_memory_bytes());
+
+// Whether graph::interpret copies input `in` of node `consumer` out of its producer's buffer:
+// elementwise ops read their inputs through their views one element at a time, and other ops
+// read a contiguous view of the whole producer in place; the rest is copied through the view.
+bool interpreter_copies_input(const Graph& g, NodeId consumer, const Graph::Input& in);
+
+// The peak bytes of graph::interpret (outputs only, values freed after their last reader, each
+// Input fetched when first read) at `dims`: exactly what its InterpretStats reports.
+std::int64_t interpreter_peak_bytes(const Graph& g, const DimValues& dims);
 
 }  // namespace kiln::graph

@@ -16,4 +16,9 @@ namespace kiln::graph {
 // One tensor per Input node (persistent ones included), by name.
 std::map<std::string, Tensor> random_inputs(const Graph& g, const DimValues& dims, unsigned seed);
 
+// Input node `id`'s tensor alone, drawn by the same rules from a generator seeded by `seed` and
+// the input's name (so not the values random_inputs gives it): an InputSource for
+// graph::interpret that makes a model's weights one at a time.
+Tensor random_input(const Graph& g, NodeId id, const DimValues& dims, unsigned seed);
+
 }  // namespace kiln::graph

@@ -32,6 +32,7 @@ struct CompileCommandOptions {
   bool check = false;
   bool quiet = false;
   bool stats = false;
+  bool search = false;  // search even when the program cache holds the group's program
   int runs = 3;
   int top = 12;
   int threads = 0;
@@ -52,6 +53,8 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_option("--max-rows", o.max_rows, "Saturation size limit (default 2000000 rows)");
   cmd->add_option("--seed", o.seed, "Seed of the random inputs");
   cmd->add_flag("--stats", o.stats, "Print each group's saturation report (per-rule matches)");
+  cmd->add_flag("--search", o.search,
+                "Search every group even when the program cache holds its program");
   cmd->add_option("--threads", o.threads,
                   "Threads for kernels and library calls (default: all cores)")
       ->check(CLI::NonNegativeNumber);
@@ -67,6 +70,8 @@ compiler::CompileOptions compile_options(const CompileCommandOptions& o,
   options.search.max_measurements = o.budget;
   options.search.seed = o.seed;
   options.search.verbose = !o.quiet;
+  // Statistics describe a search: one must run.
+  options.search.program_cache = !o.search && !o.stats;
   return options;
 }
 
@@ -110,7 +115,8 @@ void write_report(const std::string& path, const std::string& model, const std::
         << ", \"measure_seconds\": " << r.measure_seconds
         << ", \"extract_seconds\": " << r.extract_seconds << ", \"program_seconds\": "
         << r.program_seconds << ", \"one_op_seconds\": " << r.one_op_seconds
-        << ", \"kept_one_op\": " << (r.kept_one_op ? "true" : "false") << ", \"rejected\": [";
+        << ", \"kept_one_op\": " << (r.kept_one_op ? "true" : "false")
+        << ", \"from_cache\": " << (r.from_cache ? "true" : "false") << ", \"rejected\": [";
     for (std::size_t i = 0; i < r.rejected.size(); ++i) {
       out << (i ? ", " : "") << "{\"what\": " << json_string(r.rejected[i].what)
           << ", \"why\": " << json_string(r.rejected[i].why)
@@ -195,15 +201,18 @@ int compile_and_maybe_run(const CompileCommandOptions& o, bool explaining) {
   for (const auto& [name, value] : dims) std::cout << ' ' << name << '=' << value;
   std::cout << ", target " << o.target << ", threads " << threads << "\n";
   compiler::CompiledProgram p = compiler::compile(g, *target, measurer, compile_options(o, dims));
-  std::size_t measured = 0, hits = 0, rejected = 0;
+  std::size_t measured = 0, hits = 0, rejected = 0, cached = 0;
   for (const auto& group : p.groups) {
     measured += group.program.report.measured;
     hits += group.program.report.cache_hits;
     rejected += group.program.report.rejected.size();
+    cached += group.program.report.from_cache ? 1 : 0;
   }
   std::cout << "compiled in " << seconds_text(p.seconds) << ": " << p.groups.size()
             << " group(s), " << p.llir.num_steps() << " steps; measured " << measured
-            << " kernel(s), " << hits << " from the cache, rejected " << rejected << "\n";
+            << " kernel(s), " << hits << " from the cache, rejected " << rejected;
+  if (cached > 0) std::cout << "; " << cached << " group program(s) from the program cache";
+  std::cout << "\n";
   if (!o.report.empty()) write_report(o.report, o.name, o.target, p);
   if (o.stats) {
     for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
@@ -240,6 +249,7 @@ Command add_explain_command(CLI::App& app) {
       "explain", "Compile an example model and explain each choice and each rejection");
   add_common(cmd, *o);
   o->quiet = true;
+  o->search = true;  // the explanation is of a search: e-classes, candidates, rejections
   return {cmd, [o] { return compile_and_maybe_run(*o, true); }};
 }
 

@@ -1,12 +1,16 @@
 // Memory estimates before allocating: dims too large for this machine are a UserError naming the
 // dims and the bytes, from the estimate itself and from every allocating path (random inputs, the
-// interpreter), never std::bad_alloc.
+// interpreter), never std::bad_alloc. The interpreter frees each value after its last reader:
+// its peak on a decoder is what the estimate predicts and does not grow with the layer count,
+// and its outputs are those of interpret_all, which keeps everything.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
 
 #include "graph/interpret.hpp"
 #include "graph/memory_estimate.hpp"
+#include "graph/nn.hpp"
 #include "graph/random_inputs.hpp"
 #include "graph/tensor.hpp"
 #include "tests/unit/test_util.hpp"
@@ -23,7 +27,89 @@ void build_exp_plus_one(GraphBuilder& b) {
   (exp(x) + 1.0).output("y");
 }
 
+// A LLaMA decoder of `layers` layers at toy size.
+void build_decoder(GraphBuilder& b, std::size_t layers) {
+  nn::DecoderConfig c;
+  c.layers = layers;
+  c.hidden = 32;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.head_dim = 8;
+  c.intermediate = 64;
+  c.vocab = 48;
+  c.max_context = 16;
+  nn::llama_decoder(b, c);
+}
+
+std::int64_t all_nodes_bytes(const Graph& g, const DimValues& dims) {
+  std::int64_t total = 0;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    std::int64_t count = 1;
+    for (const Expr& d : g.node(id).shape) count *= evaluate(d, dims);
+    total += count * kBytesPerHeldElement;
+  }
+  return total;
+}
+
 }  // namespace
+
+TEST_CASE("memory: the interpreter frees values after their last reader; its peak is the "
+          "estimate's and stays flat as layers are added", "[graph]") {
+  const DimValues dims{{"seq", 3}, {"pos", 2}};
+  std::map<std::size_t, std::int64_t> peak, total, outputs;
+  for (std::size_t layers : {2, 6}) {
+    INFO(layers << " layers");
+    GraphBuilder b;
+    build_decoder(b, layers);
+    const Graph& g = b.graph();
+    const std::map<std::string, Tensor> inputs = random_inputs(g, dims, 3);
+    // Inputs made one at a time, each asked for once.
+    std::map<NodeId, int> asked;
+    const InputSource source = [&](NodeId id) {
+      ++asked[id];
+      return inputs.at(g.node(id).name);
+    };
+    InterpretStats stats;
+    const std::map<std::string, Tensor> streamed = interpret(g, dims, source, &stats);
+    for (const auto& [id, times] : asked) CHECK(times == 1);
+    // The same values as the interpreter that keeps everything.
+    const std::vector<std::vector<double>> all = interpret_all(g, dims, inputs);
+    for (NodeId id = 0; id < g.size(); ++id) {
+      if (g.node(id).op == Op::Output) CHECK(streamed.at(g.node(id).name).data == all[id]);
+    }
+    CHECK(stats.peak_bytes == interpreter_peak_bytes(g, dims));
+    peak[layers] = stats.peak_bytes;
+    total[layers] = all_nodes_bytes(g, dims);
+    for (const auto& [name, t] : streamed) {
+      outputs[layers] += static_cast<std::int64_t>(t.data.size()) * kBytesPerHeldElement;
+    }
+  }
+  // The graph grows with its layers; what is alive at once grows only by the outputs kept for
+  // the caller (each layer's updated KV caches).
+  CHECK(total[6] > 2 * total[2]);
+  CHECK(peak[6] <= peak[2] + (outputs[6] - outputs[2]));
+  CHECK(peak[6] * 4 < total[6]);
+}
+
+TEST_CASE("memory: random_input makes one input alone, deterministically", "[graph]") {
+  GraphBuilder b;
+  build_decoder(b, 1);
+  const Graph& g = b.graph();
+  const DimValues dims{{"seq", 2}, {"pos", 0}};
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != Op::Input) continue;
+    INFO(n.name);
+    const Tensor t = random_input(g, id, dims, 7);
+    CHECK(t.dtype == n.dtype);
+    CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape));
+    CHECK(random_input(g, id, dims, 7).data == t.data);
+    for (double v : t.data) CHECK(v == round_to_dtype(v, n.dtype));
+    if (n.name == "tokens") {  // token ids index the embedding table
+      for (double v : t.data) CHECK((v >= 0 && v < 48));
+    }
+  }
+}
 
 TEST_CASE("memory: a tensor that fits is counted, one that does not names its dims and bytes",
           "[graph]") {
