@@ -246,7 +246,8 @@ std::optional<std::int64_t> inline_read_factor(const Body& consumer, std::size_t
   }
   // The reduction folded for every column of the innermost loop at once, if any.
   std::optional<ScalarId> folded;
-  if (fold_rows && !loops.empty() && loops.back().extent.as_constant()) {
+  if (fold_rows && !loops.empty() && loops.back().parallel && loops.back().extent.as_constant() &&
+      !consumer.store_row()) {
     for (ScalarId id = 0; id < nodes.size() && !folded; ++id) {
       if (nodes[id].op == ScalarOp::Reduce && depth[id] == loops.size() &&
           loop_depth(nodes[id].extent) < loops.size()) {

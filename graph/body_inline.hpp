@@ -38,10 +38,10 @@ Body inline_input(const Body& consumer, std::size_t slot, const Body& producer);
 // three passes; nullopt when the factor is not a constant (it grows with a dim).
 //
 // With `fold_rows`, the factor on a backend that folds the first reduction homed in the
-// innermost output loop (of constant extent) for all of that loop's values at once, its state
-// in arrays (targets/cpu/row_state.hpp): what the reduction's elements compute without that
-// loop's variable runs once per reduction step, not once per column (attention's scores,
-// reduced over keys for every column of the head dim, are computed once per key).
+// innermost output loop (parallel, of constant extent) for all of that loop's values at once,
+// its state in arrays (the CPU target's row state): what the reduction's elements compute
+// without that loop's variable runs once per reduction step, not once per column (attention's
+// scores, reduced over keys for every column of the head dim, are computed once per key).
 std::optional<std::int64_t> inline_read_factor(const Body& consumer, std::size_t slot,
                                                const Body& producer, bool fold_rows = false);
 
