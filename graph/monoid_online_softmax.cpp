@@ -13,12 +13,12 @@ std::size_t online_softmax_monoid(BodyBuilder& b, DType dtype) {
   const ScalarId log2e = b.constant(std::numbers::log2e, dtype);
   // Two states: (m1, l1, a1) are params 0..2, (m2, l2, a2) params 3..5.
   const ScalarId m = b.binary(ScalarOp::Max, p(0), p(3));
-  // e^(m_i - m) written as kiln writes e^x (2^(x * log2 e)); 1 where m_i is the max already.
-  auto scale = [&](ScalarId m_i) {
-    const ScalarId shifted = b.binary(ScalarOp::Add, m_i, b.binary(ScalarOp::Mul, m, minus_one));
-    const ScalarId e = b.unary(ScalarOp::Exp2, b.binary(ScalarOp::Mul, shifted, log2e));
-    return b.select(b.less_than(m_i, m, dtype), e, one);
-  };
+  // One side holds the max and keeps scale 1; the other is scaled by e^(min - max), written as
+  // kiln writes e^x (2^(x * log2 e)): one exp2 per combine, not one per side.
+  const ScalarId low = b.binary(ScalarOp::Min, p(0), p(3));
+  const ScalarId shifted = b.binary(ScalarOp::Add, low, b.binary(ScalarOp::Mul, m, minus_one));
+  const ScalarId e = b.unary(ScalarOp::Exp2, b.binary(ScalarOp::Mul, shifted, log2e));
+  auto scale = [&](ScalarId m_i) { return b.select(b.less_than(m_i, m, dtype), e, one); };
   const ScalarId s1 = scale(p(0));
   const ScalarId s2 = scale(p(3));
   auto rescaled_sum = [&](ScalarId v1, ScalarId v2) {
