@@ -11,6 +11,7 @@
 
 #include "support/diagnostic.hpp"
 #include "targets/c_index_expr.hpp"
+#include "targets/cpu/row_state.hpp"
 #include "targets/node_homes.hpp"
 
 namespace kiln::targets::cpu {
@@ -158,7 +159,11 @@ std::string literal(double v, DType t) {
 
 class Renderer {
  public:
-  explicit Renderer(const Body& body) : body_(body), nodes_(body.scalars()), homes_(body) {}
+  Renderer(const Body& body, const RenderOptions& options)
+      : body_(body), nodes_(body.scalars()), homes_(body) {
+    if (options.row_state) row_state_ = plan_row_state(body, homes_);
+    symbol_suffix_ = options.row_state ? "" : "_plain";
+  }
 
   KernelSource render() {
     KernelSource out;
@@ -166,7 +171,7 @@ class Renderer {
     char hex[40];
     std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(key.high),
                   static_cast<unsigned long long>(key.low));
-    out.symbol = std::string("kiln_") + hex;
+    out.symbol = std::string("kiln_") + hex + symbol_suffix_;
     out.dims = graph::body_dims(body_);
     code_ << "extern \"C\" void " << out.symbol
           << "(void* const* kiln_buffers, const long long* kiln_dims) {\n";
@@ -207,7 +212,11 @@ class Renderer {
       KILN_ASSERT(params && params->count(s.slot), "Body: param outside a monoid");
       return params->at(s.slot);
     }
-    if (params) return compute(id, params);  // monoid expressions are rendered inline
+    if (params) {
+      if (auto it = shared_combine_.find(id); it != shared_combine_.end()) return it->second;
+      return compute(id, params);  // monoid expressions are rendered inline
+    }
+    if (auto it = renamed_.find(id); it != renamed_.end()) return it->second;
     return "v" + std::to_string(id);
   }
 
@@ -324,16 +333,18 @@ class Renderer {
   }
 
   void emit_nodes(std::size_t scope, std::size_t indent) {
-    for (ScalarId id : homes_.homed(scope)) {
-      const Scalar& s = nodes_[id];
-      if (s.op == ScalarOp::Const || s.op == ScalarOp::Param) continue;
-      if (s.op == ScalarOp::Reduce) {
-        emit_reduce(id, indent);
-        continue;
-      }
-      line(indent, std::string("const ") + compute_type(s.dtype) + " v" + std::to_string(id) +
-                       " = " + compute(id, nullptr) + ";");
+    for (ScalarId id : homes_.homed(scope)) emit_node(id, indent);
+  }
+
+  void emit_node(ScalarId id, std::size_t indent) {
+    const Scalar& s = nodes_[id];
+    if (s.op == ScalarOp::Const || s.op == ScalarOp::Param) return;
+    if (s.op == ScalarOp::Reduce) {
+      emit_reduce(id, indent);
+      return;
     }
+    line(indent, std::string("const ") + compute_type(s.dtype) + " v" + std::to_string(id) +
+                     " = " + compute(id, nullptr) + ";");
   }
 
   void emit_vector_max(ScalarId id, std::size_t indent, std::size_t scope, const std::string& acc,
@@ -423,26 +434,36 @@ class Renderer {
     return v;
   }
 
+  void emit_store(std::size_t indent) {
+    std::string position = expr(body_.store_index());
+    if (body_.store_row()) {
+      std::string row = "(kiln_i64)" + value(*body_.store_row(), nullptr);
+      line(indent, "if (" + row + " >= 0 && " + row + " < " + expr(body_.store_row_count()) +
+                       ")");
+      position += " + " + row + " * " + expr(body_.store_row_stride());
+      ++indent;
+    }
+    line(indent, "out[" + position + "] = " + store_value() + ";");
+  }
+
   // Output scope `scope` (inside loops 0..scope-1) and everything inside it.
   void emit_output_scope(std::size_t scope, std::size_t indent) {
     emit_nodes(scope, indent);
     const std::vector<graph::Loop>& loops = body_.loops();
     if (scope == loops.size()) {
-      std::string position = expr(body_.store_index());
-      if (body_.store_row()) {
-        std::string row = "(kiln_i64)" + value(*body_.store_row(), nullptr);
-        line(indent, "if (" + row + " >= 0 && " + row + " < " + expr(body_.store_row_count()) +
-                         ")");
-        position += " + " + row + " * " + expr(body_.store_row_stride());
-        ++indent;
-      }
-      line(indent, "out[" + position + "] = " + store_value() + ";");
+      emit_store(indent);
       return;
     }
-    // Collapse the perfectly nested parallel loops that start here.
+    if (row_state_ && scope + 1 == loops.size()) {
+      emit_row_state(*row_state_, indent);
+      return;
+    }
+    // Collapse the perfectly nested parallel loops that start here (not the innermost one of a
+    // row-state reduction: it runs inside the reduction's loop).
+    const std::size_t collapsible = row_state_ ? loops.size() - 1 : loops.size();
     std::size_t run = 0;
     if (!in_parallel_) {
-      while (scope + run < loops.size() && loops[scope + run].parallel &&
+      while (scope + run < collapsible && loops[scope + run].parallel &&
              (run == 0 || homes_.homed(scope + run).empty())) {
         ++run;
       }
@@ -488,6 +509,146 @@ class Renderer {
     emit_output_scope(scope + loops_here, indent + loops_here);
     for (std::size_t k = loops_here; k-- > 0;) line(indent + k, "}");
     if (run > 0) in_parallel_ = false;
+  }
+
+  // The innermost output loop around a row-state reduction (row_state.hpp): row inputs into
+  // arrays, then the reduction with its state in arrays of the loop's extent (shared components
+  // and combine parts once per r), then the loop again for the finalize and the store.
+  void emit_row_state(const RowStatePlan& plan, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const Monoid& m = body_.monoids().at(s.slot);
+    const char* type = compute_type(s.dtype);
+    const std::string columns = std::to_string(plan.columns);
+    const std::string c = "L_" + plan.column_var;
+    const std::string column_loop =
+        "for (kiln_i64 " + c + " = 0; " + c + " < " + columns + "; ++" + c + ") {";
+    auto has_reduce = [&](const std::vector<ScalarId>& ids) {
+      return std::any_of(ids.begin(), ids.end(),
+                         [&](ScalarId id) { return nodes_[id].op == ScalarOp::Reduce; });
+    };
+    auto simd_unless_reduce = [&](const std::vector<ScalarId>& ids, std::size_t at) {
+      if (!has_reduce(ids)) line(at, "#pragma omp simd");
+    };
+    line(indent, "// row state of %" + std::to_string(plan.reduce) + ": every " + plan.column_var +
+                     " < " + columns + " at once");
+    if (!plan.row_inputs.empty()) {
+      for (ScalarId id : plan.row_inputs) {
+        line(indent, std::string(compute_type(nodes_[id].dtype)) + " p" + std::to_string(id) +
+                         "[" + columns + "];");
+      }
+      simd_unless_reduce(plan.row_inputs, indent);
+      line(indent, column_loop);
+      for (ScalarId id : plan.row_inputs) emit_node(id, indent + 1);
+      for (ScalarId id : plan.row_inputs) {
+        line(indent + 1, "p" + std::to_string(id) + "[" + c + "] = v" + std::to_string(id) + ";");
+      }
+      line(indent, "}");
+      for (ScalarId id : plan.row_inputs) renamed_[id] = "p" + std::to_string(id) + "[" + c + "]";
+    }
+    // The state: shared components are scalars, the others arrays.
+    const std::string acc = "a" + std::to_string(plan.reduce) + "_";
+    const std::size_t states = m.identity.size();
+    auto state = [&](std::size_t k) {
+      return acc + std::to_string(k) + (plan.shared_state[k] ? "" : "[" + c + "]");
+    };
+    bool arrays = false;
+    for (std::size_t k = 0; k < states; ++k) {
+      if (plan.shared_state[k]) {
+        line(indent, std::string(type) + " " + state(k) + " = " +
+                         literal(m.identity[k], s.dtype) + ";");
+      } else {
+        line(indent, std::string(type) + " " + acc + std::to_string(k) + "[" + columns + "];");
+        arrays = true;
+      }
+    }
+    if (arrays) {
+      line(indent, "#pragma omp simd");
+      line(indent, column_loop);
+      for (std::size_t k = 0; k < states; ++k) {
+        if (!plan.shared_state[k]) {
+          line(indent + 1, state(k) + " = " + literal(m.identity[k], s.dtype) + ";");
+        }
+      }
+      line(indent, "}");
+    }
+    const std::string r = "L_" + s.var;
+    line(indent, "for (kiln_i64 " + r + " = 0; " + r + " < " + expr(s.extent) + "; ++" + r +
+                     ") {");
+    for (ScalarId id : plan.shared_nodes) emit_node(id, indent + 1);
+    // lift, then combine, of the shared parts (`only_shared`) or of the others.
+    std::map<std::size_t, std::string> element, pair;
+    auto lift_and_combine = [&](bool only_shared, std::size_t at) {
+      for (std::size_t e = 0; e < s.args.size(); ++e) {
+        if (plan.shared_element[e] || !only_shared) element[e] = value(s.args[e], nullptr);
+      }
+      for (std::size_t k = 0; k < states; ++k) {
+        if (plan.shared_state[k] || !only_shared) pair[k] = state(k);
+      }
+      // Lifts read elements, not the combine's params: no shared combine part stands for them.
+      std::map<ScalarId, std::string> combine_parts;
+      std::swap(combine_parts, shared_combine_);
+      for (std::size_t k = 0; k < m.lift.size(); ++k) {
+        if (plan.shared_lift[k] != only_shared) continue;
+        const std::string lifted = "l" + std::to_string(plan.reduce) + "_" + std::to_string(k);
+        line(at, std::string("const ") + type + " " + lifted + " = " +
+                     value(m.lift[k], &element) + ";");
+        pair[states + k] = lifted;
+      }
+      std::swap(combine_parts, shared_combine_);
+      if (only_shared) {
+        for (ScalarId id : plan.shared_combine) {
+          const std::string name = "h" + std::to_string(plan.reduce) + "_" + std::to_string(id);
+          line(at, std::string("const ") + compute_type(nodes_[id].dtype) + " " + name + " = " +
+                       compute(id, &pair) + ";");
+          shared_combine_[id] = name;
+        }
+      }
+      for (std::size_t k = 0; k < states; ++k) {
+        if (plan.shared_state[k] != only_shared) continue;
+        line(at, std::string("const ") + type + " n" + std::to_string(plan.reduce) + "_" +
+                     std::to_string(k) + " = " + value(m.combine[k], &pair) + ";");
+      }
+      for (std::size_t k = 0; k < states; ++k) {
+        if (plan.shared_state[k] == only_shared && !only_shared) {
+          line(at, state(k) + " = n" + std::to_string(plan.reduce) + "_" + std::to_string(k) +
+                       ";");
+        }
+      }
+    };
+    lift_and_combine(true, indent + 1);
+    simd_unless_reduce(plan.column_nodes, indent + 1);
+    line(indent + 1, column_loop);
+    for (ScalarId id : plan.column_nodes) emit_node(id, indent + 2);
+    lift_and_combine(false, indent + 2);
+    line(indent + 1, "}");
+    shared_combine_.clear();
+    for (std::size_t k = 0; k < states; ++k) {
+      if (plan.shared_state[k]) {
+        line(indent + 1, state(k) + " = n" + std::to_string(plan.reduce) + "_" +
+                             std::to_string(k) + ";");
+      }
+    }
+    line(indent, "}");
+    // Finalize, the rest of the value and the store, for every column.
+    std::vector<ScalarId> rest;
+    for (ScalarId id : homes_.homed(body_.loops().size())) {
+      if (id != plan.reduce && !renamed_.count(id)) rest.push_back(id);
+    }
+    simd_unless_reduce(rest, indent);
+    line(indent, column_loop);
+    std::map<std::size_t, std::string> final_state;
+    for (std::size_t k = 0; k < states; ++k) final_state[k] = state(k);
+    for (ScalarId id : homes_.homed(body_.loops().size())) {
+      if (id == plan.reduce) {
+        line(indent + 1, std::string("const ") + type + " v" + std::to_string(id) + " = " +
+                             value(m.finalize, &final_state) + ";");
+      } else if (!renamed_.count(id)) {
+        emit_node(id, indent + 1);
+      }
+    }
+    emit_store(indent + 1);
+    line(indent, "}");
+    renamed_.clear();
   }
 
   // The iterations of output loops scope .. scope+run-1, as C.
@@ -542,12 +703,20 @@ class Renderer {
   const Body& body_;
   const std::vector<Scalar>& nodes_;
   NodeHomes homes_;
+  std::optional<RowStatePlan> row_state_;
+  std::string symbol_suffix_;
+  // Names of nodes held elsewhere than `v<id>` (a row-state reduction's row inputs, in arrays)
+  // and of the shared parts of its combine expressions (computed once per r).
+  std::map<ScalarId, std::string> renamed_;
+  std::map<ScalarId, std::string> shared_combine_;
   bool in_parallel_ = false;
   std::ostringstream code_;
 };
 
 }  // namespace
 
-KernelSource render_kernel(const Body& body) { return Renderer(body).render(); }
+KernelSource render_kernel(const Body& body, const RenderOptions& options) {
+  return Renderer(body, options).render();
+}
 
 }  // namespace kiln::targets::cpu

@@ -16,6 +16,10 @@
 // - A sum reduction's loop is an `omp simd reduction(+: ...)` when it holds no inner loop, so
 //   it vectorizes (summation order then differs from the reference; results agree within
 //   tolerance).
+// - A reduction inside an innermost output loop of small constant extent whose elements do
+//   work that does not depend on that loop (attention's scores, reduced over keys for every
+//   column of the head dim) is folded for all columns at once, its state in arrays
+//   (row_state.hpp): the shared work runs once per element, not once per column.
 // - Arithmetic is in the node's dtype; f16 and bf16 compute in float and round at each node
 //   as the reference does. Float-to-integer casts saturate (NaN gives 0), an integer modulus by
 //   0 gives 0, and a dynamic row out of range reads NaN (0 for integers): a kernel never traps.
@@ -38,7 +42,13 @@ struct KernelSource {
 // The helpers every kernel source uses; emitted once per translation unit, before kernels.
 const std::string& cpu_prelude();
 
+struct RenderOptions {
+  // Fold eligible reductions for every column at once (row_state.hpp). Off: the plain form,
+  // for benchmarks that compare the two; its symbol gets the suffix `_plain`.
+  bool row_state = true;
+};
+
 // The C++ source of `body`.
-KernelSource render_kernel(const graph::Body& body);
+KernelSource render_kernel(const graph::Body& body, const RenderOptions& options = {});
 
 }  // namespace kiln::targets::cpu

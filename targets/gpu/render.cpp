@@ -269,6 +269,8 @@ class Renderer {
 
   // state = combine(state, lift(element)) over the reduction's range: all of it, or (group)
   // this thread's strided part, then a tree over the group's partial states in local memory.
+  // The strided split reorders elements: group reductions need a commutative monoid (sum, max
+  // and the online softmax are).
   void emit_reduce(ScalarId id, std::size_t indent, bool group) {
     const Scalar& s = nodes_[id];
     const Monoid& m = body_.monoids().at(s.slot);

@@ -19,6 +19,7 @@
 #include "runtime/target.hpp"
 #include "targets/gpu/schedule.hpp"
 #include "tests/unit/body_cases.hpp"
+#include "tests/unit/row_state_bodies.hpp"
 
 namespace kiln::testing {
 
@@ -159,6 +160,39 @@ inline void check_conformance_choices(runtime::Device& device, const ScheduledPr
   CHECK(sub_group_reductions > 10);
   CHECK(serial > 0);
   check_cases(device, cases, schedules, prepare);
+}
+
+// Attention-shaped Bodies (row_state_bodies.hpp) -- the online softmax's three-component state
+// over two elements, a sum over an inner reduction, causal and -inf masked rows -- under every
+// schedule choice (group and sub-group trees combine partial states), prepared once and run at
+// several dims.
+inline void check_multi_component_choices(runtime::Device& device, const ScheduledPrepare& prepare) {
+  const std::vector<AttentionShape> shapes = {{16, 16, ScoreMask::None, true},
+                                              {8, 16, ScoreMask::Causal, true},
+                                              {8, 16, ScoreMask::Input, true},
+                                              {16, 8, ScoreMask::Causal, false}};
+  std::vector<graph::Body> bodies;
+  std::vector<AttentionShape> body_shapes;
+  std::vector<targets::gpu::Schedule> schedules;
+  std::size_t group_reductions = 0;
+  for (const AttentionShape& shape : shapes) {
+    const graph::Body body = attention_body(shape);
+    for (const targets::gpu::Schedule& s : targets::gpu::schedule_choices(body)) {
+      bodies.push_back(body);
+      body_shapes.push_back(shape);
+      schedules.push_back(s);
+      group_reductions += s.group_reduce;
+    }
+  }
+  CHECK(group_reductions > 0);
+  const std::vector<runtime::Prepared> prepared = prepare(bodies, schedules);
+  std::mt19937 rng(5);
+  for (std::int64_t seq : {1, 7, 40}) {  // 40: more keys than a 32-thread group
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      const BodyCase c = attention_case("attention-shaped", bodies[i], body_shapes[i], 2, seq, rng);
+      run_cases(device, {c}, {prepared[i]}, "under " + targets::gpu::schedule_tag(schedules[i]));
+    }
+  }
 }
 
 // The examples end to end, one kernel per op through the executor (buffer plan, arena,

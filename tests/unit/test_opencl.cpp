@@ -1,5 +1,7 @@
 // targets/opencl, executed (on PoCL in CI): every one-op Body of the examples and every schedule
-// choice of the conformance set runs on the OpenCL device and agrees with the Body interpreter;
+// choice of the conformance set and of attention-shaped Bodies with a multi-component
+// reduction state (the online softmax) runs on the OpenCL device and agrees with the Body
+// interpreter;
 // group reductions (local memory, barriers) and the serial one-group form are among them; kernels
 // prepared once run at changing dims; the examples run end to end through the executor, also
 // replaying recorded steps at changing dims; a kernel
@@ -43,6 +45,11 @@ TEST_CASE("opencl: every one-op Body of the examples agrees with the interpreter
 TEST_CASE("opencl: every schedule choice of the conformance set agrees with the interpreter",
           "[opencl]") {
   kiln::testing::check_conformance_choices(target().device(), prepare);
+}
+
+TEST_CASE("opencl: multi-component reductions agree with the interpreter under every schedule",
+          "[opencl]") {
+  kiln::testing::check_multi_component_choices(target().device(), prepare);
 }
 
 TEST_CASE("opencl: the examples end to end agree with the interpreter", "[opencl]") {

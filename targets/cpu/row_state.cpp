@@ -1,0 +1,128 @@
+// Row-state reductions: the plan; see row_state.hpp.
+#include "targets/cpu/row_state.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace kiln::targets::cpu {
+
+using graph::Body;
+using graph::Monoid;
+using graph::Scalar;
+using graph::ScalarId;
+using graph::ScalarOp;
+
+namespace {
+
+// The Param slots a monoid expression reads.
+std::set<std::size_t> params_read(const std::vector<Scalar>& nodes, ScalarId root) {
+  std::set<std::size_t> slots;
+  std::set<ScalarId> seen;
+  std::vector<ScalarId> stack{root};
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    if (nodes[id].op == ScalarOp::Param) slots.insert(nodes[id].slot);
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  return slots;
+}
+
+bool trivial(const Scalar& s) { return s.op == ScalarOp::Const || s.op == ScalarOp::Param; }
+
+// Fills in which elements, lifts and state components are the same for every column, and the
+// shared parts of the combine expressions.
+void plan_monoid(const Body& body, const NodeHomes& homes, RowStatePlan& plan) {
+  const std::vector<Scalar>& nodes = body.scalars();
+  const Scalar& reduce = nodes[plan.reduce];
+  const Monoid& m = body.monoids().at(reduce.slot);
+  for (ScalarId e : reduce.args) plan.shared_element.push_back(!homes.deps(e).count(plan.column_var));
+  for (ScalarId lift : m.lift) {
+    bool shared = true;
+    for (std::size_t slot : params_read(nodes, lift)) shared = shared && plan.shared_element[slot];
+    plan.shared_lift.push_back(shared);
+  }
+  // A combine's params: state components 0..S-1, then lifts S..2S-1.
+  const std::size_t states = m.identity.size();
+  auto shared_param = [&](std::size_t slot) {
+    return slot < states ? bool(plan.shared_state[slot]) : bool(plan.shared_lift[slot - states]);
+  };
+  // Greatest fixed point: a component is shared while everything its combine reads is.
+  plan.shared_state.assign(states, true);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t k = 0; k < states; ++k) {
+      if (!plan.shared_state[k]) continue;
+      for (std::size_t slot : params_read(nodes, m.combine[k])) {
+        if (!shared_param(slot)) {
+          plan.shared_state[k] = false;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  std::set<ScalarId> shared, seen;
+  std::vector<ScalarId> stack(m.combine.begin(), m.combine.end());
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    if (trivial(nodes[id])) continue;
+    const std::set<std::size_t> slots = params_read(nodes, id);
+    if (std::all_of(slots.begin(), slots.end(), shared_param)) shared.insert(id);
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  plan.shared_combine.assign(shared.begin(), shared.end());
+}
+
+}  // namespace
+
+std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
+  const std::vector<graph::Loop>& loops = body.loops();
+  if (loops.empty() || body.store_row() || !loops.back().parallel) return std::nullopt;
+  const std::optional<std::int64_t> columns = loops.back().extent.as_constant();
+  if (!columns || *columns < 1 || *columns > kMaxRowStateColumns) return std::nullopt;
+  const std::vector<Scalar>& nodes = body.scalars();
+  const std::size_t column_scope = loops.size();
+  const std::string& c = loops.back().var;
+  for (ScalarId id : homes.homed(column_scope)) {
+    const Scalar& s = nodes[id];
+    if (s.op != ScalarOp::Reduce) continue;
+    const std::vector<std::string> extent_dims = graph::free_dims(s.extent);
+    if (std::find(extent_dims.begin(), extent_dims.end(), c) != extent_dims.end()) continue;
+    const std::size_t scope = homes.reduce_scope(id);
+    if (scope == 0) continue;
+    RowStatePlan plan;
+    plan.reduce = id;
+    plan.column_var = c;
+    plan.columns = *columns;
+    bool pays = false;
+    for (ScalarId n : homes.homed(scope)) {
+      if (homes.deps(n).count(c)) {
+        plan.column_nodes.push_back(n);
+      } else {
+        plan.shared_nodes.push_back(n);
+        pays = pays || !trivial(nodes[n]);
+      }
+    }
+    if (!pays) continue;
+    // The nodes of c's scope under the Reduce (ids are topological: a node's args come first).
+    std::set<ScalarId> under, inputs;
+    std::vector<ScalarId> stack(s.args.begin(), s.args.end());
+    while (!stack.empty()) {
+      const ScalarId n = stack.back();
+      stack.pop_back();
+      if (!under.insert(n).second) continue;
+      if (homes.home(n) == column_scope) inputs.insert(n);
+      for (ScalarId a : nodes[n].args) stack.push_back(a);
+    }
+    plan.row_inputs.assign(inputs.begin(), inputs.end());
+    plan_monoid(body, homes, plan);
+    return plan;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kiln::targets::cpu

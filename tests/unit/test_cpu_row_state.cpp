@@ -1,0 +1,240 @@
+// targets/cpu: row-state reductions (row_state.hpp). Attention-shaped Bodies -- the online-
+// softmax monoid (three state components), a plain sum over a c-invariant inner reduction
+// (a fused matmul chain), causal and -inf masked rows -- compiled once and run at several
+// values of their symbolic dims agree with the Body interpreter; the generated code has the
+// row-state shape (state arrays, the shared work and the rescaling once per key, the column
+// loop vectorized); Bodies where it does not pay or apply keep the plain form.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+#include "runtime/native.hpp"
+#include "targets/cpu/codegen.hpp"
+#include "targets/cpu/jit.hpp"
+#include "targets/cpu/row_state.hpp"
+#include "targets/node_homes.hpp"
+#include "tests/unit/body_cases.hpp"
+#include "tests/unit/row_state_bodies.hpp"
+#include "tests/unit/test_util.hpp"
+
+using namespace kiln;
+using namespace kiln::graph;
+using kiln::testing::AttentionShape;
+using kiln::testing::ScoreMask;
+using kiln::testing::contains;
+
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kiln-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// Runs a compiled kernel on case c; its output as doubles.
+std::vector<double> run(const targets::cpu::CompiledKernel& kernel,
+                        const targets::cpu::KernelSource& source,
+                        const kiln::testing::BodyCase& c) {
+  std::vector<std::vector<std::byte>> buffers;
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    buffers.push_back(runtime::to_native(c.inputs[k], c.body.inputs()[k]));
+  }
+  const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
+  buffers.push_back(runtime::to_native(std::vector<double>(size, 0.0), c.body.dtype()));
+  std::vector<void*> pointers;
+  for (auto& b : buffers) pointers.push_back(b.data());
+  std::vector<long long> dims;
+  for (const std::string& d : source.dims) dims.push_back(c.dims.at(d));
+  kernel.fn(pointers.data(), dims.data());
+  return runtime::from_native(buffers.back().data(), size, c.body.dtype());
+}
+
+struct Variant {
+  std::string label;
+  AttentionShape shape;
+};
+
+}  // namespace
+
+TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter at several dims",
+          "[cpu][row-state]") {
+  std::vector<Variant> variants = {
+      {"online softmax", {16, 16, ScoreMask::None, true}},
+      {"online softmax causal", {16, 16, ScoreMask::Causal, true}},
+      {"online softmax -inf mask", {8, 16, ScoreMask::Input, true}},
+      {"online softmax d=64", {64, 64, ScoreMask::Causal, true}},
+      {"matmul chain", {16, 16, ScoreMask::None, false}},
+      {"matmul chain causal", {8, 24, ScoreMask::Causal, false}},
+      {"online softmax c=5", {3, 5, ScoreMask::None, true}},
+  };
+  std::vector<Body> bodies;
+  std::vector<targets::cpu::KernelSource> sources;
+  for (const Variant& v : variants) {
+    bodies.push_back(kiln::testing::attention_body(v.shape));
+    sources.push_back(targets::cpu::render_kernel(bodies.back()));
+    INFO(v.label << "\n" << sources.back().code);
+    CHECK(contains(sources.back().code, "// row state of %"));
+  }
+  const auto cache = fresh_dir("row-state");
+  targets::cpu::JitCompiler jit(cache);
+  const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
+  std::mt19937 rng(11);
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    REQUIRE(kernels[v].fn != nullptr);
+    for (std::int64_t heads : {1, 3}) {
+      for (std::int64_t seq : {1, 2, 7, 33}) {
+        const kiln::testing::BodyCase c = kiln::testing::attention_case(
+            variants[v].label, bodies[v], variants[v].shape, heads, seq, rng);
+        INFO(c.label << "\n" << sources[v].code);
+        const std::vector<double> expected = kiln::testing::expected_output(c);
+        const std::vector<double> got = run(kernels[v], sources[v], c);
+        REQUIRE(got.size() == expected.size());
+        std::size_t wrong = 0, first = 0;
+        for (std::size_t e = 0; e < got.size(); ++e) {
+          const bool same = got[e] == expected[e] ||
+                            std::fabs(got[e] - expected[e]) <= 2e-5 * (1.0 + std::fabs(expected[e]));
+          if (!same && wrong++ == 0) first = e;
+        }
+        INFO("first wrong element " << first << ": " << got[first] << " vs " << expected[first]);
+        CHECK(wrong == 0);
+      }
+    }
+  }
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("cpu row state: the online softmax keeps max and sum scalar, rescales once per key",
+          "[cpu][row-state]") {
+  const Body body = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true});
+  const targets::NodeHomes homes(body);
+  const std::optional<targets::cpu::RowStatePlan> plan = targets::cpu::plan_row_state(body, homes);
+  REQUIRE(plan);
+  CHECK(plan->columns == 32);
+  CHECK(plan->column_var == body.loops().back().var);
+  CHECK(plan->shared_element == std::vector<bool>{true, false});  // x_j shared, y_j per column
+  CHECK(plan->shared_lift == std::vector<bool>{true, true, false});
+  CHECK(plan->shared_state == std::vector<bool>{true, true, false});  // m, l scalars; a per column
+  CHECK(plan->row_inputs.empty());
+  CHECK(!plan->shared_nodes.empty());  // the score reduction, the mask
+  CHECK(!plan->shared_combine.empty());
+
+  const std::string code = targets::cpu::render_kernel(body).code;
+  INFO(code);
+  const std::string a = "a" + std::to_string(plan->reduce) + "_";
+  CHECK(contains(code, "float " + a + "0 = (-__builtin_inff());"));
+  CHECK(contains(code, "float " + a + "1 = (0.0f);"));
+  CHECK(contains(code, "float " + a + "2[32];"));
+  // exp2 twice per key (both sides' rescaling), outside the column loop; the score's
+  // multiply-add loop appears once.
+  CHECK(count(code, "kiln_exp2f(") == 2);
+  const std::string column_loop = "for (kiln_i64 L_" + plan->column_var + " = 0;";
+  const std::size_t key_loop = code.find("for (kiln_i64 L_" + body.scalar(plan->reduce).var);
+  REQUIRE(key_loop != std::string::npos);
+  const std::size_t inner = code.find(column_loop, key_loop);
+  REQUIRE(inner != std::string::npos);
+  CHECK(code.rfind("kiln_exp2f(", inner) > key_loop);
+  CHECK(code.find("kiln_exp2f(", inner) == std::string::npos);
+  CHECK(count(code, "reduction(+:") == 1);
+  CHECK(code.find("reduction(+:") > key_loop);
+  CHECK(code.find("reduction(+:") < inner);
+}
+
+TEST_CASE("cpu row state: the column loop inside the key loop vectorizes", "[cpu][row-state]") {
+  for (bool softmax : {true, false}) {
+    const Body body = kiln::testing::attention_body({16, 64, ScoreMask::Causal, softmax});
+    const std::string code = targets::cpu::render_kernel(body).code;
+    const std::string prelude = targets::cpu::cpu_prelude();
+    // The lines of the column loop inside the key loop, in the file below (GCC reports a
+    // loop at its first statement or its condition).
+    const std::size_t key_loop = code.find("for (kiln_i64 L_r0");
+    REQUIRE(key_loop != std::string::npos);
+    const std::size_t inner = code.find("for (kiln_i64 L_o2", key_loop);
+    REQUIRE(inner != std::string::npos);
+    const std::size_t indent = inner - code.rfind('\n', inner) - 1;
+    const std::size_t end = code.find("\n" + std::string(indent, ' ') + "}", inner);
+    REQUIRE(end != std::string::npos);
+    const std::size_t first = count(prelude, "\n") + count(code.substr(0, inner), "\n") + 1;
+    const std::size_t last = count(prelude, "\n") + count(code.substr(0, end), "\n") + 2;
+    const auto dir = fresh_dir("row-state-vec");
+    std::filesystem::create_directories(dir);
+    const auto file = dir / "attention.cpp";
+    {
+      std::ofstream out(file);
+      out << prelude << code;
+    }
+    const std::string command = std::string("g++ ") + targets::cpu::JitCompiler::flags() +
+                                " -fopt-info-vec-optimized -c " + file.string() + " -o " +
+                                (dir / "attention.o").string() + " 2>&1";
+    std::string report;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+      char text[512];
+      while (std::fgets(text, sizeof text, pipe)) report += text;
+      CHECK(::pclose(pipe) == 0);
+    }
+    INFO(code << report);
+    INFO("column loop at lines " << first << " to " << last);
+    bool vectorized = false;
+    std::istringstream lines(report);
+    for (std::string l; std::getline(lines, l);) {
+      const std::size_t at = l.find("attention.cpp:");
+      if (at == std::string::npos || !contains(l, "loop vectorized")) continue;
+      const std::size_t number = std::stoul(l.substr(at + 14));
+      vectorized = vectorized || (number >= first && number <= last);
+    }
+    CHECK(vectorized);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("cpu row state: not taken where no work is shared or the columns are too many",
+          "[cpu][row-state]") {
+  // sum_j v[j, c]: nothing in the key loop is the same for every column.
+  {
+    BodyBuilder b({DType::F32});
+    const Expr seq = Expr::dim("seq");
+    const Expr i = b.output_loop(seq), c = b.output_loop(Expr(16));
+    const std::string j = b.reduce_var();
+    const ScalarId total = b.reduce(b.sum_monoid(DType::F32), j, seq,
+                                    {b.load(0, Expr::dim(j) * 16 + c)}, DType::F32);
+    const Body body = b.finish(total, seq * 16, i * 16 + c);
+    CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
+    CHECK(!contains(targets::cpu::render_kernel(body).code, "row state"));
+  }
+  // More columns than the state arrays hold.
+  {
+    const Body body = kiln::testing::attention_body(
+        {16, targets::cpu::kMaxRowStateColumns + 1, ScoreMask::None, true});
+    CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
+  }
+  // A symbolic innermost extent.
+  {
+    BodyBuilder b({DType::F32, DType::F32});
+    const Expr n = Expr::dim("n");
+    const Expr c = b.output_loop(n);
+    const std::string j = b.reduce_var();
+    const ScalarId product = b.binary(ScalarOp::Mul, b.unary(ScalarOp::Exp2, b.load(0, Expr::dim(j))),
+                                      b.load(1, Expr::dim(j) * n + c));
+    const Body body = b.finish(b.reduce(b.sum_monoid(DType::F32), j, n, {product}, DType::F32), n, c);
+    CHECK(!targets::cpu::plan_row_state(body, targets::NodeHomes(body)));
+  }
+}
