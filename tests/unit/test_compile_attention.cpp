@@ -1,11 +1,11 @@
 // Attention's one-pass form chosen by the search (issue 10's acceptance test): the attention
 // example compiles, at two sizes, to a few kernels beside its projections' Gemm calls, with no
-// value of seq x seq elements anywhere in the plan, a planned arena that grows linearly in seq,
+// temporary of seq x seq elements in the plan, a planned arena that grows linearly in seq,
 // and outputs that match the interpreter.
 //
 // Hidden ([.]): it fails today. The rules build the one-pass Kernel (tests/rules/
-// fusion_online_softmax.egg, and `kiln check-rules` on the example), but it measures about 10x
-// slower than Gemm, Softmax and Gemm (two scalar exp2 per key in a dependent chain; see
+// fusion_online_softmax.egg, and `kiln check-rules` on the example), but it measures 5-10x
+// slower than Gemm, Softmax and Gemm (a scalar exp2 per key in a dependent chain; see
 // docs/compiler.md, Online softmax), so the search rightly keeps the scores. Run it with
 // `kiln_compiler_tests "[acceptance]"` once a blocked schedule of the fold exists.
 #include <catch2/catch.hpp>
@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 
 struct Compiled {
   std::size_t kernels = 0;        // kernel steps (not library calls)
-  std::size_t largest = 0;        // elements of the largest value of the program
+  std::size_t largest = 0;        // elements of the program's largest temporary
   std::size_t arena_bytes = 0;    // the planned peak of temporaries
   double error = 0.0;             // the largest difference from the interpreter
 };
@@ -56,8 +56,9 @@ Compiled compile_attention(std::int64_t seq, const fs::path& cache) {
     c.kernels += p.llir.step(s).body() ? 1 : 0;
   }
   for (runtime::ValueId v = 0; v < p.llir.num_values(); ++v) {
-    const auto elements = static_cast<std::size_t>(graph::evaluate(p.llir.value(v).size, dims));
-    c.largest = std::max(c.largest, elements);
+    const runtime::Value& value = p.llir.value(v);
+    if (value.kind != runtime::ValueKind::Temporary) continue;  // weights are 512 x 512
+    c.largest = std::max(c.largest, static_cast<std::size_t>(graph::evaluate(value.size, dims)));
   }
   c.arena_bytes = runtime::plan_buffers(p.llir, dims).arena_bytes;
 
@@ -88,7 +89,7 @@ Compiled compile_attention(std::int64_t seq, const fs::path& cache) {
 
 }  // namespace
 
-TEST_CASE("compile: attention streams over keys in one pass: no seq x seq value, a linear arena",
+TEST_CASE("compile: attention streams over keys in one pass: no seq x seq temporary, a linear arena",
           "[.][compile][online_softmax][acceptance]") {
   const fs::path cache =
       fs::temp_directory_path() / ("kiln-test-attention-" + std::to_string(::getpid()));
@@ -97,13 +98,14 @@ TEST_CASE("compile: attention streams over keys in one pass: no seq x seq value,
   const Compiled a = compile_attention(small, cache);
   const Compiled b = compile_attention(large, cache);
   for (const auto& [seq, c] : {std::pair{small, a}, std::pair{large, b}}) {
-    INFO("seq " << seq << ": " << c.kernels << " kernels, largest value " << c.largest
+    INFO("seq " << seq << ": " << c.kernels << " kernels, largest temporary " << c.largest
                 << " elements, arena " << c.arena_bytes << " bytes");
-    // The scores [8, seq, seq] and the weights are never written; the largest values are the
-    // [seq, 512] activations.
+    // The scores [8, seq, seq] are never written; the largest temporaries are the [seq, 512]
+    // activations.
     CHECK(c.largest < static_cast<std::size_t>(seq * seq));
-    // The attention kernel, RoPE's and the mask's few, beside the four projections' Gemm calls.
-    CHECK(c.kernels <= 5);
+    // The attention kernel and RoPE's (its tables and rotations: 7 today) beside the four
+    // projections' Gemm calls; the Softmax, the mask and the output copy are gone (11 today).
+    CHECK(c.kernels <= 8);
     CHECK(c.error < 1e-4);
   }
   // Linear: twice the keys, at most twice the arena (a seq x seq buffer would quadruple it).
