@@ -7,6 +7,7 @@
 #include "compiler/sorts.hpp"
 #include "graph/body_inline.hpp"
 #include "graph/body_merge_inputs.hpp"
+#include "graph/body_online_softmax.hpp"
 
 namespace kiln::compiler {
 
@@ -55,17 +56,37 @@ void add_body_primitives(engine::EGraph& egraph, const GraphSorts& s) {
                                                                  slot_of(a[2])));
                                 return true;
                               })});
+  // (body-online-softmax b): b with its softmax-weighted sums folded in one pass by the
+  // online-softmax monoid (graph/body_online_softmax.hpp); fails, with the reason, where b
+  // holds none.
+  table.add(engine::Primitive{"body-online-softmax", {s.body}, s.body, false,
+                              [bs](const engine::Value* a, std::size_t, engine::Value& r) {
+                                std::string why;
+                                std::optional<graph::Body> online =
+                                    graph::online_softmax(bs->get(a[0]), why);
+                                if (!online) {
+                                  engine::primitive_failure_reason() = why;
+                                  return false;
+                                }
+                                r = bs->make(*online);
+                                return true;
+                              }});
   // (body-read-factor consumer slot producer): how many times inlining computes each producer
   // element (graph::inline_read_factor); fails when that grows with a dim.
-  table.add(engine::Primitive{"body-read-factor", {s.body, s.i64, s.body}, s.i64, false,
-                              guarded([bs, slot_of](const engine::Value* a, std::size_t,
-                                                    engine::Value& r) {
-                                std::optional<std::int64_t> f = graph::inline_read_factor(
-                                    bs->get(a[0]), slot_of(a[1]), bs->get(a[2]));
-                                if (!f) return fail_because("the read factor grows with a dim");
-                                r = engine::I64Sort::make(*f);
-                                return true;
-                              })});
+  // (body-row-read-factor consumer slot producer): the same where the reduction in the
+  // innermost output loop is folded for all of that loop's values at once.
+  for (const bool fold_rows : {false, true}) {
+    table.add(engine::Primitive{fold_rows ? "body-row-read-factor" : "body-read-factor",
+                                {s.body, s.i64, s.body}, s.i64, false,
+                                guarded([bs, slot_of, fold_rows](const engine::Value* a,
+                                                                 std::size_t, engine::Value& r) {
+                                  std::optional<std::int64_t> f = graph::inline_read_factor(
+                                      bs->get(a[0]), slot_of(a[1]), bs->get(a[2]), fold_rows);
+                                  if (!f) return fail_because("the read factor grows with a dim");
+                                  r = engine::I64Sort::make(*f);
+                                  return true;
+                                })});
+  }
   table.add(engine::Primitive{"body-key", {s.body}, s.string, false,
                               [bs, str](const engine::Value* a, std::size_t, engine::Value& r) {
                                 const support::Hash128 key = bs->get(a[0]).key();

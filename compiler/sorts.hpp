@@ -96,7 +96,8 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& sor
 // body-key (Body -> String), body-inputs (Body -> i64: input buffers), body-loops (Body -> i64:
 // output loops), body-reduces (Body -> i64: reduction nodes), body-compute-nodes (Body -> i64),
 // body-text (Body -> String); body-inline (Body i64 Body -> Body), body-merge-inputs
-// (Body i64 i64 -> Body) and body-read-factor (Body i64 Body -> i64) for the fusion rules.
+// (Body i64 i64 -> Body), body-read-factor and body-row-read-factor (Body i64 Body -> i64)
+// and body-online-softmax (Body -> Body) for the fusion rules.
 void add_body_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 // one-op-body (an HLIR op's one-op Body from its attributes and input views, by arity),
 // dtype-join (String String -> String, fails on different dtypes), shape-drop and shape-merge

@@ -210,4 +210,13 @@ std::vector<std::string> body_dims(const Body& body);
 void interpret_body(const Body& body, const std::vector<const std::vector<double>*>& inputs,
                     const DimValues& dims, std::vector<double>& output);
 
+// A monoid of `body` evaluated on concrete values with the interpreter's semantics: the state
+// of one element, the combination of two states, the result of a state. For tests of a
+// monoid's laws (identity, associativity) and for merging partial states.
+std::vector<double> monoid_lift(const Body& body, std::size_t monoid,
+                                const std::vector<double>& element);
+std::vector<double> monoid_combine(const Body& body, std::size_t monoid,
+                                   const std::vector<double>& a, const std::vector<double>& b);
+double monoid_finalize(const Body& body, std::size_t monoid, const std::vector<double>& state);
+
 }  // namespace kiln::graph

@@ -16,6 +16,10 @@ void BodyCopier::inline_slot(std::size_t slot, InlineLoad load) {
   inline_load_ = std::move(load);
 }
 
+void BodyCopier::replace_reduce(ScalarId reduce, ReplaceReduce make) {
+  replaced_[reduce] = std::move(make);
+}
+
 Expr BodyCopier::sub(const Expr& e) const { return substitute(e, subst_); }
 
 ScalarId BodyCopier::copy(ScalarId id) {
@@ -49,7 +53,7 @@ ScalarId BodyCopier::copy(ScalarId id) {
       out = b_.select(c, t, copy(s.args[2]));
       break;
     }
-    case ScalarOp::Reduce: out = reduce(s); break;
+    case ScalarOp::Reduce: out = reduce(id, s); break;
   }
   memo_[id] = out;
   return out;
@@ -70,11 +74,12 @@ ScalarId BodyCopier::load(const Scalar& s) {
   return b_.load_row(slot, position, row, sub(s.row_stride), sub(s.row_count), valid);
 }
 
-ScalarId BodyCopier::reduce(const Scalar& s) {
+ScalarId BodyCopier::reduce(ScalarId source, const Scalar& s) {
   const std::string var = b_.reduce_var();
   const Expr extent = sub(s.extent);
   subst_[s.var] = Expr::dim(var);
   extents_[var] = extent;
+  if (auto r = replaced_.find(source); r != replaced_.end()) return r->second(var, extent);
   const Monoid& m = src_.monoids().at(s.slot);
   Monoid copied = m;
   for (ScalarId& id : copied.lift) id = copy(id);

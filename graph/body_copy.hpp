@@ -1,5 +1,6 @@
 // Copying a Body's nodes into a BodyBuilder with its variables substituted and its inputs
-// renumbered: the one mechanism of the Body transformations (inlining, merging inputs).
+// renumbered: the one mechanism of the Body transformations (inlining, merging inputs, the
+// online softmax).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,11 @@ class BodyCopier {
   // Loads of `slot` become `load(position, valid)` instead of loads.
   void inline_slot(std::size_t slot, InlineLoad load);
 
+  // The source's Reduce node `reduce` becomes `make(var, extent)`: another reduction over the
+  // same (fresh, already substituted) variable, whose elements `make` copies with copy().
+  using ReplaceReduce = std::function<ScalarId(const std::string& var, const Expr& extent)>;
+  void replace_reduce(ScalarId reduce, ReplaceReduce make);
+
   // The copy of node `id` of the source (memoized).
   ScalarId copy(ScalarId id);
 
@@ -41,7 +47,7 @@ class BodyCopier {
  private:
   Expr sub(const Expr& e) const;
   ScalarId load(const Scalar& s);
-  ScalarId reduce(const Scalar& s);
+  ScalarId reduce(ScalarId source, const Scalar& s);
 
   BodyBuilder& b_;
   const Body& src_;
@@ -52,6 +58,7 @@ class BodyCopier {
   std::vector<std::optional<ScalarId>> memo_;
   std::optional<std::size_t> inline_slot_;
   InlineLoad inline_load_;
+  std::map<ScalarId, ReplaceReduce> replaced_;
 };
 
 }  // namespace kiln::graph

@@ -153,11 +153,12 @@ std::vector<Expr> digits_at(const Expr& position, const Radix& radix,
   return digit;
 }
 
-// Every Load node of `slot` in `body` with the variables its position needs.
-std::vector<const Scalar*> loads_of(const Body& body, std::size_t slot) {
-  std::vector<const Scalar*> out;
-  for (const Scalar& s : body.scalars()) {
-    if (s.op == ScalarOp::Load && s.slot == slot) out.push_back(&s);
+// The Load nodes of `slot` in `body`.
+std::vector<ScalarId> loads_of(const Body& body, std::size_t slot) {
+  std::vector<ScalarId> out;
+  for (ScalarId id = 0; id < body.scalars().size(); ++id) {
+    const Scalar& s = body.scalar(id);
+    if (s.op == ScalarOp::Load && s.slot == slot) out.push_back(id);
   }
   return out;
 }
@@ -207,7 +208,7 @@ Body inline_input(const Body& consumer, std::size_t slot, const Body& producer) 
 }
 
 std::optional<std::int64_t> inline_read_factor(const Body& consumer, std::size_t slot,
-                                               const Body& producer) {
+                                               const Body& producer, bool fold_rows) {
   const std::vector<Loop>& loops = consumer.loops();
   const std::vector<Scalar>& nodes = consumer.scalars();
   auto loop_depth = [&](const Expr& e) {  // 1 + the innermost output loop `e` uses
@@ -224,23 +225,55 @@ std::optional<std::int64_t> inline_read_factor(const Body& consumer, std::size_t
   std::vector<std::size_t> depth(nodes.size(), 0);
   std::map<std::string, ScalarId> reduce_of;  // reduction variable -> its Reduce node
   for (ScalarId id = 0; id < nodes.size(); ++id) {
+    if (nodes[id].op == ScalarOp::Reduce) reduce_of[nodes[id].var] = id;
+  }
+  // The reductions each node runs inside: the variables its subtree uses of reductions it
+  // does not hold itself (a load in a reduction nested in another runs inside both).
+  std::vector<std::set<ScalarId>> inside(nodes.size());
+  for (ScalarId id = 0; id < nodes.size(); ++id) {
     const Scalar& s = nodes[id];
     depth[id] = std::max(loop_depth(s.index), loop_depth(s.valid));
-    for (ScalarId a : s.args) depth[id] = std::max(depth[id], depth[a]);
-    if (s.op == ScalarOp::Reduce) reduce_of[s.var] = id;
+    for (ScalarId a : s.args) {
+      depth[id] = std::max(depth[id], depth[a]);
+      inside[id].insert(inside[a].begin(), inside[a].end());
+    }
+    for (const Expr* e : {&s.index, &s.valid}) {
+      for (const std::string& v : free_dims(*e)) {
+        if (auto r = reduce_of.find(v); r != reduce_of.end()) inside[id].insert(r->second);
+      }
+    }
+    if (s.op == ScalarOp::Reduce) inside[id].erase(id);
+  }
+  // The reduction folded for every column of the innermost loop at once, if any.
+  std::optional<ScalarId> folded;
+  if (fold_rows && !loops.empty() && loops.back().parallel && loops.back().extent.as_constant() &&
+      !consumer.store_row()) {
+    for (ScalarId id = 0; id < nodes.size() && !folded; ++id) {
+      if (nodes[id].op == ScalarOp::Reduce && depth[id] == loops.size() &&
+          loop_depth(nodes[id].extent) < loops.size()) {
+        folded = id;
+      }
+    }
   }
   // A load runs once per iteration of the output loops up to its depth and of the reductions
-  // whose variable it uses; such a reduction runs inside the loops its own subtree needs. All
-  // loads of the slot together may read no more elements than the producer has.
+  // it runs inside; such a reduction runs inside the loops its own subtree needs (the
+  // folded one outside the innermost loop, for what does not need it). All loads of the slot
+  // together may read no more elements than the producer has.
   Expr reads(0);
-  for (const Scalar* load : loads_of(consumer, slot)) {
-    std::size_t d = std::max(loop_depth(load->index), loop_depth(load->valid));
+  for (ScalarId load : loads_of(consumer, slot)) {
+    const std::size_t own =
+        std::max(loop_depth(nodes[load].index), loop_depth(nodes[load].valid));
+    std::size_t d = own;
     Expr count(1);
-    for (const std::string& v : free_dims(load->index)) {
-      auto r = reduce_of.find(v);
-      if (r == reduce_of.end()) continue;
-      count = count * nodes[r->second].extent;
-      d = std::max(d, depth[r->second]);
+    std::set<ScalarId> around;
+    for (ScalarId r : inside[load]) {
+      around.insert(r);
+      around.insert(inside[r].begin(), inside[r].end());
+    }
+    for (ScalarId r : around) {
+      count = count * nodes[r].extent;
+      const bool shared = r == folded && own < loops.size();
+      d = std::max(d, shared ? depth[r] - 1 : depth[r]);
     }
     for (std::size_t i = 0; i < d; ++i) count = count * loops[i].extent;
     reads = reads + count;

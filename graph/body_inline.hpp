@@ -36,8 +36,14 @@ Body inline_input(const Body& consumer, std::size_t slot, const Body& producer);
 // chains, a reduction reading its producer in its inner loop, a reduction broadcast along
 // loops it is hoisted out of); more for a broadcast read or a softmax reading its input in
 // three passes; nullopt when the factor is not a constant (it grows with a dim).
+//
+// With `fold_rows`, the factor on a backend that folds the first reduction homed in the
+// innermost output loop (parallel, of constant extent) for all of that loop's values at once,
+// its state in arrays (the CPU target's row state): what the reduction's elements compute
+// without that loop's variable runs once per reduction step, not once per column (attention's
+// scores, reduced over keys for every column of the head dim, are computed once per key).
 std::optional<std::int64_t> inline_read_factor(const Body& consumer, std::size_t slot,
-                                               const Body& producer);
+                                               const Body& producer, bool fold_rows = false);
 
 // The number of value nodes (not loads, constants or monoid parameters) of a Body: the work per
 // element a recompute repeats.

@@ -119,6 +119,39 @@ class BodyEvaluator {
 
 }  // namespace
 
+std::vector<double> monoid_lift(const Body& body, std::size_t monoid,
+                                const std::vector<double>& element) {
+  const Monoid& m = body.monoids().at(monoid);
+  KILN_ASSERT(element.size() == m.elements, "monoid_lift: wrong number of element values");
+  const std::vector<const std::vector<double>*> no_inputs;
+  BodyEvaluator evaluator(body, no_inputs, {});
+  std::vector<double> state;
+  for (ScalarId id : m.lift) state.push_back(evaluator.eval(id, element));
+  return state;
+}
+
+std::vector<double> monoid_combine(const Body& body, std::size_t monoid,
+                                   const std::vector<double>& a, const std::vector<double>& b) {
+  const Monoid& m = body.monoids().at(monoid);
+  KILN_ASSERT(a.size() == m.identity.size() && b.size() == m.identity.size(),
+              "monoid_combine: states of the wrong size");
+  std::vector<double> pair = a;
+  pair.insert(pair.end(), b.begin(), b.end());
+  const std::vector<const std::vector<double>*> no_inputs;
+  BodyEvaluator evaluator(body, no_inputs, {});
+  std::vector<double> state;
+  for (ScalarId id : m.combine) state.push_back(evaluator.eval(id, pair));
+  return state;
+}
+
+double monoid_finalize(const Body& body, std::size_t monoid, const std::vector<double>& state) {
+  const Monoid& m = body.monoids().at(monoid);
+  KILN_ASSERT(state.size() == m.identity.size(), "monoid_finalize: a state of the wrong size");
+  const std::vector<const std::vector<double>*> no_inputs;
+  BodyEvaluator evaluator(body, no_inputs, {});
+  return evaluator.eval(m.finalize, state);
+}
+
 void interpret_body(const Body& body, const std::vector<const std::vector<double>*>& inputs,
                     const DimValues& dims, std::vector<double>& output) {
   KILN_ASSERT(inputs.size() == body.inputs().size(), "interpret_body: wrong number of inputs");
