@@ -645,7 +645,7 @@ Job Measurer::time_job(const Candidate& c, const runtime::Kernel* kernel,
         [&] { device.synchronize(); }, timer_);
     char text[64];
     std::snprintf(text, sizeof text, "%.17g %d", timing.median_seconds,
-                  timing.runs + timer_.warmup);
+                  timing.runs + timing.warmups);
     return std::string(text);
   };
 }

@@ -19,6 +19,8 @@
 
 #include <sys/mman.h>
 
+#include "support/diagnostic.hpp"
+
 namespace kiln::engine {
 
 namespace huge_pages {
@@ -112,7 +114,7 @@ class HugePageVector {
   }
   // Appends [first, last); only insertion at the end is supported.
   void insert(T* at, const T* first, const T* last) {
-    if (at != end()) std::abort();
+    KILN_ASSERT(at == end(), "HugePageVector::insert appends only");
     std::size_t n = static_cast<std::size_t>(last - first);
     if (size_ + n > capacity()) {
       // [first, last) may lie in this array, which the growth moves.
