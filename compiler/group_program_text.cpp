@@ -10,27 +10,16 @@
 #include "graph/body_parse.hpp"
 #include "graph/view.hpp"
 #include "support/diagnostic.hpp"
+#include "support/quoted.hpp"
 #include "support/source_file.hpp"
 
 namespace kiln::compiler {
 
 namespace {
 
+using support::quoted;
 using support::Span;
 using support::UserError;
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + '"';
-}
 
 std::string number_text(double v) {
   char buffer[40];

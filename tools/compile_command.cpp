@@ -11,6 +11,7 @@
 #include "compiler/partition.hpp"
 #include "engine/dump.hpp"
 #include "support/diagnostic.hpp"
+#include "support/quoted.hpp"
 #include "targets/registry.hpp"
 #include "tools/commands.hpp"
 #include "tools/model_io.hpp"
@@ -75,29 +76,16 @@ compiler::CompileOptions compile_options(const CompileCommandOptions& o,
   return options;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string json_list(const std::vector<std::string>& items) {
   std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json_string(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + support::quoted(items[i]);
   return out + "]";
 }
 
 void write_report(const std::string& path, const std::string& model, const std::string& target,
                   const compiler::CompiledProgram& p) {
   std::ostringstream out;
-  out << "{\"model\": " << json_string(model) << ", \"target\": " << json_string(target)
+  out << "{\"model\": " << support::quoted(model) << ", \"target\": " << support::quoted(target)
       << ", \"compile_seconds\": " << p.seconds << ", \"steps\": " << p.llir.num_steps()
       << ", \"groups\": [";
   for (std::size_t gi = 0; gi < p.groups.size(); ++gi) {
@@ -109,7 +97,7 @@ void write_report(const std::string& path, const std::string& model, const std::
         << ", \"enodes\": " << r.enodes << ", \"candidates\": " << r.candidates
         << ", \"checked\": " << r.checked << ", \"measured\": " << r.measured
         << ", \"cache_hits\": " << r.cache_hits << ", \"stop_reason\": "
-        << json_string(r.stop_reason) << ", \"extractions\": " << r.extractions
+        << support::quoted(r.stop_reason) << ", \"extractions\": " << r.extractions
         << ", \"saturation_seconds\": " << r.saturation_seconds
         << ", \"check_seconds\": " << r.check_seconds
         << ", \"measure_seconds\": " << r.measure_seconds
@@ -118,15 +106,15 @@ void write_report(const std::string& path, const std::string& model, const std::
         << ", \"kept_one_op\": " << (r.kept_one_op ? "true" : "false")
         << ", \"from_cache\": " << (r.from_cache ? "true" : "false") << ", \"rejected\": [";
     for (std::size_t i = 0; i < r.rejected.size(); ++i) {
-      out << (i ? ", " : "") << "{\"what\": " << json_string(r.rejected[i].what)
-          << ", \"why\": " << json_string(r.rejected[i].why)
+      out << (i ? ", " : "") << "{\"what\": " << support::quoted(r.rejected[i].what)
+          << ", \"why\": " << support::quoted(r.rejected[i].why)
           << ", \"rules\": " << json_list(r.rejected[i].rules) << "}";
     }
     out << "], \"steps\": [";
     for (std::size_t i = 0; i < g.program.steps.size(); ++i) {
       const compiler::GroupStep& s = g.program.steps[i];
       out << (i ? ", " : "") << "{\"node\": " << (s.node ? std::to_string(*s.node) : "null")
-          << ", \"how\": " << json_string(s.how)
+          << ", \"how\": " << support::quoted(s.how)
           << ", \"in_place\": " << (s.in_place ? "true" : "false") << ", \"seconds\": " << s.seconds
           << ", \"measured\": " << (s.measured ? "true" : "false")
           << ", \"rules\": " << json_list(s.rules) << "}";
