@@ -169,15 +169,15 @@ TEST_CASE("cpu row state: row inputs, a second reduction and work after the redu
   std::mt19937 rng(23);
   std::uniform_real_distribution<double> value(-1.0, 1.0);
   for (std::int64_t n : {1, 4, 17}) {
-    kiln::testing::BodyCase c{"seq=" + std::to_string(n), body, {}, {{"seq", n}}};
+    kiln::testing::BodyCase one{"seq=" + std::to_string(n), body, {}, {{"seq", n}}};
     for (std::int64_t size : {n * D, n * E, E, E * D}) {
       std::vector<double> data(static_cast<std::size_t>(size));
       for (double& x : data) x = value(rng);
-      c.inputs.push_back(data);
+      one.inputs.push_back(data);
     }
-    INFO(c.label);
-    const std::vector<double> expected = kiln::testing::expected_output(c);
-    const std::vector<double> got = run(kernels[0], source, c);
+    INFO(one.label);
+    const std::vector<double> expected = kiln::testing::expected_output(one);
+    const std::vector<double> got = run(kernels[0], source, one);
     REQUIRE(got.size() == expected.size());
     for (std::size_t e = 0; e < got.size(); ++e) {
       INFO("element " << e);
