@@ -275,13 +275,25 @@ class BodyReader {
     }
     const std::size_t row_at = inside.find(" + %");
     if (row_at == std::string_view::npos) return builder_->load(input, expr(inside), valid);
-    const Expr index = expr(inside.substr(0, row_at));
+    const DynamicRow r = dynamic_row(inside, row_at, defined);
+    return builder_->load_row(input, r.index, r.row, r.stride, r.count, valid);
+  }
+  // A position with a dynamic row, `index + %row * stride (rows count)`, split at `row_at`.
+  struct DynamicRow {
+    Expr index;
+    ScalarId row = 0;
+    Expr stride;
+    Expr count;
+  };
+  DynamicRow dynamic_row(std::string_view inside, std::size_t row_at, std::size_t defined) {
+    DynamicRow r;
+    r.index = expr(inside.substr(0, row_at));
     inside.remove_prefix(row_at + 3);
-    const ScalarId row = operand(before(inside, " * "), defined);
-    const Expr stride = expr(before(inside, " (rows "));
+    r.row = operand(before(inside, " * "), defined);
+    r.stride = expr(before(inside, " (rows "));
     if (inside.empty() || inside.back() != ')') fail_here("expected ')' after the row count");
-    const Expr count = expr(inside.substr(0, inside.size() - 1));
-    return builder_->load_row(input, index, row, stride, count, valid);
+    r.count = expr(inside.substr(0, inside.size() - 1));
+    return r;
   }
   // m0 r0 < extent %a %b ... (as many operands as the monoid has elements)
   ScalarId reduce(std::string_view rest, DType type, std::size_t defined) {
@@ -340,13 +352,8 @@ class BodyReader {
       out = builder_->finish(value, size, expr(inside));
     } else {
       if (!aliases) fail_here("a store with a dynamic row must alias an input");
-      const Expr index = expr(inside.substr(0, row_at));
-      inside.remove_prefix(row_at + 3);
-      const ScalarId row = operand(before(inside, " * "), defined);
-      const Expr stride = expr(before(inside, " (rows "));
-      if (inside.empty() || inside.back() != ')') fail_here("expected ')' after the row count");
-      const Expr count = expr(inside.substr(0, inside.size() - 1));
-      out = builder_->finish_rows(value, size, index, row, stride, count, *aliases);
+      const DynamicRow r = dynamic_row(inside, row_at, defined);
+      out = builder_->finish_rows(value, size, r.index, r.row, r.stride, r.count, *aliases);
     }
     next_line();
     return out;

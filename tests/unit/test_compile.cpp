@@ -19,6 +19,8 @@
 #include "targets/registry.hpp"
 #include "tests/unit/test_util.hpp"
 
+using kiln::testing::fresh_dir;
+
 using namespace kiln;
 using graph::DType;
 using graph::Expr;
@@ -29,12 +31,6 @@ using graph::Tensor;
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kiln-test-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
 
 compiler::CompileOptions options(const graph::DimValues& dims) {
   compiler::CompileOptions o;

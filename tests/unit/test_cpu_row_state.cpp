@@ -27,6 +27,8 @@
 #include "tests/unit/row_state_bodies.hpp"
 #include "tests/unit/test_util.hpp"
 
+using kiln::testing::fresh_dir;
+
 using namespace kiln;
 using namespace kiln::graph;
 using kiln::testing::AttentionShape;
@@ -34,13 +36,6 @@ using kiln::testing::ScoreMask;
 using kiln::testing::contains;
 
 namespace {
-
-std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("kiln-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;

@@ -1,7 +1,10 @@
 // Small helpers shared by the unit tests of every layer.
 #pragma once
 
+#include <filesystem>
 #include <string>
+
+#include <unistd.h>
 
 #include "support/diagnostic.hpp"
 
@@ -16,6 +19,14 @@ std::string user_error_of(Call&& call) {
     return e.what();
   }
   return "";
+}
+
+// An empty scratch folder for one test (named after it and this process), removed first.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kiln-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
