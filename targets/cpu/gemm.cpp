@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "support/diagnostic.hpp"
 #include "targets/cpu/gemv.hpp"
@@ -37,27 +38,38 @@ void gemm_block(const GemmShape& s, const T* a, const T* b, T* c, long long i0, 
   }
 }
 
-// The matrix-vector form of a product with one row (or one column) of C.
-GemvOperands gemv_operands(const GemmShape& s, const float* a, const float* b, float* c) {
+// The streaming form of a product with few rows (or few columns) of C: the operand on the
+// many side is the weights, read once, the few rows of A (columns of B) the vectors. Empty
+// when there is none: more than kStreamingVectors vectors, or a batch of vectors whose
+// weights are not stored with the outputs as rows.
+std::optional<GemvOperands> streaming_operands(const GemmShape& s, const float* a,
+                                               const float* b, float* c) {
   GemvOperands op;
-  if (s.m == 1) {  // c[1, n] = a[1, k] B: the weights are B
+  op.inputs = s.k;
+  op.y = c;
+  if (s.m <= s.n) {  // c[m, n] = a[m, k] B: the weights are B, the vectors a's rows
+    op.vectors = s.m;
     op.x = a;
     op.incx = s.trans_a ? s.lda : 1;
+    op.ldx = s.trans_a ? 1 : s.lda;
     op.w = b;
     op.ldw = s.ldb;
     op.rows_are_outputs = s.trans_b;
-    op.y = c;
     op.incy = 1;
-  } else {  // c[m, 1] = A b[k, 1]: the weights are A
+    op.ldy = s.ldc;
+  } else {  // c[m, n] = A b[k, n]: the weights are A, the vectors b's columns
+    op.vectors = s.n;
     op.x = b;
     op.incx = s.trans_b ? 1 : s.ldb;
+    op.ldx = s.trans_b ? s.ldb : 1;
     op.w = a;
     op.ldw = s.lda;
     op.rows_are_outputs = !s.trans_a;
-    op.y = c;
     op.incy = s.ldc;
+    op.ldy = 1;
   }
-  op.inputs = s.k;
+  const bool fits = op.vectors == 1 || (op.vectors <= kStreamingVectors && op.rows_are_outputs);
+  if (s.k <= 0 || !fits) return std::nullopt;
   return op;
 }
 
@@ -69,7 +81,7 @@ struct Blocks {
   const T* a;
   const T* b;
   T* c;
-  bool as_gemv;
+  bool streaming;
   long long parts;
   bool along_n;
   long long side;
@@ -82,8 +94,8 @@ struct Blocks {
     const T* bp = b + s.offset_b + p * s.stride_b;
     T* cp = c + p * s.stride_c;
     if constexpr (sizeof(T) == 4) {
-      if (as_gemv) {
-        gemv_range(gemv_operands(s, ap, bp, cp), first, last);
+      if (streaming) {
+        gemv_range(*streaming_operands(s, ap, bp, cp), first, last);
         return;
       }
     }
@@ -98,15 +110,16 @@ struct Blocks {
 // Runs the batch * parts blocks on the pool's threads (on this thread alone when `parallel`
 // is false).
 template <class T>
-void run_blocks(const GemmShape& s, const T* a, const T* b, T* c, bool as_gemv, bool parallel) {
+void run_blocks(const GemmShape& s, const T* a, const T* b, T* c, bool streaming, bool parallel) {
   const int threads = parallel ? threads_in_use() : 1;
   // Enough blocks to keep every thread busy; whole batch entries when there are enough of them.
   const long long parts = s.batch >= threads ? 1 : (threads + s.batch - 1) / s.batch;
-  const bool along_n = as_gemv ? s.m == 1 : s.n >= s.m;
+  // A streaming product splits its outputs (the weights' rows), sgemm C's longer side.
+  const bool along_n = streaming ? s.m <= s.n : s.n >= s.m;
   const long long side = along_n ? s.n : s.m;
   // Slices in multiples of 16 (a cache line of f32 in C, four rows of a gemv).
   const long long chunk = std::max<long long>(16, (side + parts - 1) / parts + 15) / 16 * 16;
-  const Blocks<T> blocks{s, a, b, c, as_gemv, parts, along_n, side, chunk};
+  const Blocks<T> blocks{s, a, b, c, streaming, parts, along_n, side, chunk};
   const long long count = s.batch * parts;
   if (threads <= 1) {
     for (long long block = 0; block < count; ++block) blocks.run(block);
@@ -123,11 +136,12 @@ void gemm_typed(const GemmShape& s, const std::vector<void*>& buffers) {
   const T* a = static_cast<const T*>(buffers[0]);
   const T* b = static_cast<const T*>(buffers[1]);
   T* c = static_cast<T*>(buffers[2]);
-  const bool as_gemv = sizeof(T) == 4 && (s.m == 1 || s.n == 1) && s.k > 0;
+  bool streaming = false;
+  if constexpr (sizeof(T) == 4) streaming = streaming_operands(s, a, b, c).has_value();
   const double work = static_cast<double>(s.batch) * static_cast<double>(s.m) *
                       static_cast<double>(s.n) * static_cast<double>(s.k);
-  const bool parallel = work >= (as_gemv ? kGemvParallelElements : kGemmParallelWork);
-  run_blocks(s, a, b, c, as_gemv, parallel);
+  const bool parallel = work >= (streaming ? kGemvParallelElements : kGemmParallelWork);
+  run_blocks(s, a, b, c, streaming, parallel);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "support/diagnostic.hpp"
 #include "targets/cpu/vector_clones.hpp"
 
 namespace kiln::targets::cpu {
@@ -74,6 +75,68 @@ void dot_rows(const float* x, const float* w, long long ldw, long long inputs, f
   }
 }
 
+// y_r[c] = W[c,:] . x_r for R vectors x_r (ldx apart) and C weight rows (ldw apart): R * C
+// accumulators in registers, each load of a weight serving R products and each load of an x
+// serving C. y_r[c] is at y[r * ldy + c * incy].
+template <int R, int C>
+KILN_INLINE void dot_tile(const float* x, long long ldx, const float* w, long long ldw,
+                          long long inputs, float* y, long long ldy, long long incy) {
+  const long long vec_end = inputs - inputs % 8;
+  F8 acc[R][C] = {};
+  for (long long i = 0; i < vec_end; i += 8) {
+    F8 wv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) wv[c] = load8(w + c * ldw + i);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const F8 xv = load8(x + r * ldx + i);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] += xv * wv[c];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      float s = sum8(acc[r][c]);
+      for (long long i = vec_end; i < inputs; ++i) s += x[r * ldx + i] * w[c * ldw + i];
+      y[r * ldy + c * incy] = s;
+    }
+  }
+}
+
+// Every vector times the weight rows [o, o + C): vectors four at a time, then the rest.
+template <int C>
+KILN_INLINE void dot_vectors(const float* x, long long ldx, long long vectors, const float* w,
+                             long long ldw, long long inputs, float* y, long long ldy,
+                             long long incy) {
+  long long r = 0;
+  for (; r + 4 <= vectors; r += 4) {
+    dot_tile<4, C>(x + r * ldx, ldx, w, ldw, inputs, y + r * ldy, ldy, incy);
+  }
+  switch (vectors - r) {
+    case 3: dot_tile<3, C>(x + r * ldx, ldx, w, ldw, inputs, y + r * ldy, ldy, incy); break;
+    case 2: dot_tile<2, C>(x + r * ldx, ldx, w, ldw, inputs, y + r * ldy, ldy, incy); break;
+    case 1: dot_tile<1, C>(x + r * ldx, ldx, w, ldw, inputs, y + r * ldy, ldy, incy); break;
+    default: break;
+  }
+}
+
+// y_r[o] = W[o,:] . x_r for every vector r and o in [first, last), x's contiguous: four
+// weight rows at a time (16 accumulators of 8 floats: AVX-512's 32 registers hold them with
+// the loads; AVX2 spills a few), read from memory once and from the first-level cache for
+// the other vectors.
+KILN_VECTOR_CLONES
+void dot_rows_batch(const float* x, long long ldx, long long vectors, const float* w,
+                    long long ldw, long long inputs, float* y, long long ldy, long long incy,
+                    long long first, long long last) {
+  long long o = first;
+  for (; o + 4 <= last; o += 4) {
+    dot_vectors<4>(x, ldx, vectors, w + o * ldw, ldw, inputs, y + o * incy, ldy, incy);
+  }
+  for (; o < last; ++o) {
+    dot_vectors<1>(x, ldx, vectors, w + o * ldw, ldw, inputs, y + o * incy, ldy, incy);
+  }
+}
+
 // acc[o - first] = sum_i x[i] * W[i, o] for o in [first, last): four input rows per pass over
 // the accumulator, which stays in the first-level cache.
 KILN_VECTOR_CLONES
@@ -113,11 +176,21 @@ void gemv_range(const GemvOperands& op, long long first, long long last) {
   // Scratch per thread: a gathered x when it is strided, the accumulator of the axpy form.
   thread_local std::vector<float> gathered, accumulator;
   const float* x = op.x;
+  long long ldx = op.ldx;
   if (op.incx != 1) {
-    gathered.resize(static_cast<std::size_t>(op.inputs));
-    for (long long i = 0; i < op.inputs; ++i)
-      gathered[static_cast<std::size_t>(i)] = op.x[i * op.incx];
+    gathered.resize(static_cast<std::size_t>(op.vectors * op.inputs));
+    for (long long r = 0; r < op.vectors; ++r) {
+      for (long long i = 0; i < op.inputs; ++i)
+        gathered[static_cast<std::size_t>(r * op.inputs + i)] = op.x[r * op.ldx + i * op.incx];
+    }
     x = gathered.data();
+    ldx = op.inputs;
+  }
+  if (op.vectors > 1) {
+    KILN_ASSERT(op.rows_are_outputs, "gemv_range: a batch of vectors needs rows as outputs");
+    dot_rows_batch(x, ldx, op.vectors, op.w, op.ldw, op.inputs, op.y, op.ldy, op.incy, first,
+                   last);
+    return;
   }
   if (op.rows_are_outputs) {
     dot_rows(x, op.w, op.ldw, op.inputs, op.y, op.incy, first, last);

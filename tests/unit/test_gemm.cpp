@@ -85,7 +85,7 @@ TEST_CASE("gemm on OpenBLAS equals the reference for every layout", "[gemm]") {
 }
 
 // Products split across threads (by batch entry, rows or columns of C) and matrix-vector
-// products (one row or one column of C, in f32: the streaming kernels) agree with the
+// products (a few rows or columns of C, in f32: the streaming kernels) agree with the
 // reference for every layout, with strided vectors and padded leading dims, on 1 and 2 threads.
 TEST_CASE("gemm: split and matrix-vector products equal the reference", "[gemm][threads]") {
   auto cpu = targets::make_target("cpu");
@@ -96,9 +96,12 @@ TEST_CASE("gemm: split and matrix-vector products equal the reference", "[gemm][
     long long batch, m, n, k;
   };
   // Sizes above the parallel thresholds (gemm.hpp), and odd so that slices have tails.
+  // A few rows or columns of C (7, 16, 6: a batch of vectors streamed over the weights,
+  // every tile of 4 and its remainder), and one more than the streaming kernels take (17).
   const std::vector<Shape> shapes = {{1, 1, 301, 203}, {3, 1, 77, 45},   {1, 257, 1, 201},
                                      {2, 45, 1, 39},   {1, 67, 203, 61}, {2, 203, 37, 61},
-                                     {1, 1, 1, 5}};
+                                     {1, 1, 1, 5},     {1, 7, 301, 203}, {2, 16, 67, 33},
+                                     {1, 203, 6, 61},  {1, 17, 91, 37}};
   for (int threads : {1, 2}) {
     cpu->set_threads(threads);
     for (DType dtype : {DType::F32, DType::F64}) {
