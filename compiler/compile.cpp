@@ -99,7 +99,11 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
                          static_cast<double>(partition.groups.size() - gi - 1);
       std::cerr << "  " << r.eclasses << " e-classes, " << r.candidates << " candidates, "
                 << r.checked << " checked, " << r.rejected.size() << " rejected, " << r.measured
-                << " measured (" << r.cache_hits << " cached); best "
+                << " measured (" << r.cache_hits << " cached"
+                << (r.over_bound ? ", " + std::to_string(r.over_bound) +
+                                       " by one run: slower than a whole program"
+                                 : std::string())
+                << "); best "
                 << (r.kept_one_op ? r.one_op_seconds : r.program_seconds) * 1e3 << " ms (one-op "
                 << (r.one_op_seconds > 0 ? std::to_string(r.one_op_seconds * 1e3) + " ms"
                                          : std::string("none"))

@@ -49,6 +49,10 @@ struct Rejection {
 struct GroupReport {
   std::size_t eclasses = 0, enodes = 0, candidates = 0, measured = 0, cache_hits = 0;
   std::size_t checked = 0;
+  // The last bound on measuring (the cheapest program over the candidates timed before the
+  // last batch; infinite: none), and the candidates timed by one run for being slower.
+  double bound_seconds = 0;
+  std::size_t over_bound = 0;
   std::vector<Rejection> rejected;
   std::string stop_reason;          // of the saturation
   double saturation_seconds = 0, check_seconds = 0, measure_seconds = 0, extract_seconds = 0;

@@ -618,8 +618,8 @@ double Measurer::time_program(const std::string& program, const graph::DimValues
 }
 
 Job Measurer::time_job(const Candidate& c, const runtime::Kernel* kernel,
-                       const graph::DimValues& dims) {
-  return [this, &c, kernel, &dims] {
+                       const graph::DimValues& dims, const runtime::TimerOptions& timer) {
+  return [this, &c, kernel, &dims, timer] {
     const support::Hash128 k = key(c, dims, target_.name(), fingerprint_);
     std::size_t set_bytes = bytes_of(c.output_elements, c.output_dtype);
     for (std::size_t i = 0; i < c.input_dtypes.size(); ++i) {
@@ -642,7 +642,7 @@ Job Measurer::time_job(const Candidate& c, const runtime::Kernel* kernel,
     }
     const runtime::Timing timing = runtime::measure(
         [&](int run) { launch(c, kernel, buffers[static_cast<std::size_t>(run) % sets], dims); },
-        [&] { device.synchronize(); }, timer_);
+        [&] { device.synchronize(); }, timer);
     char text[64];
     std::snprintf(text, sizeof text, "%.17g %d", timing.median_seconds,
                   timing.runs + timing.warmups);
@@ -651,8 +651,13 @@ Job Measurer::time_job(const Candidate& c, const runtime::Kernel* kernel,
 }
 
 std::vector<Measurer::TimeResult> Measurer::try_time_all(const std::vector<Candidate>& candidates,
-                                                         const graph::DimValues& dims) {
+                                                         const graph::DimValues& dims,
+                                                         const TimeBound& bound) {
   std::vector<TimeResult> results(candidates.size());
+  runtime::TimerOptions timer = timer_;
+  timer.give_up_seconds = std::min(timer.give_up_seconds, bound.give_up_seconds);
+  SandboxOptions sandbox = sandbox_;
+  sandbox.time_limit_seconds = std::min(sandbox.time_limit_seconds, bound.job_seconds);
   std::vector<Job> jobs;
   std::vector<std::size_t> job_of;  // the candidate of each job
   for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -668,14 +673,14 @@ std::vector<Measurer::TimeResult> Measurer::try_time_all(const std::vector<Candi
       results[i].failure = "the target rejected it: " + error;
       continue;
     }
-    jobs.push_back(time_job(c, kernel, dims));
+    jobs.push_back(time_job(c, kernel, dims, timer));
     job_of.push_back(i);
   }
   if (jobs.empty()) return results;
   // In workers: the buffers, the runs and a crash all stay there; each time and its number of
   // runs come back as text.
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<JobResult> done = run_sandboxed(jobs, sandbox_);
+  const std::vector<JobResult> done = run_sandboxed(jobs, sandbox);
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (std::size_t j = 0; j < done.size(); ++j) {
     const Candidate& c = candidates[job_of[j]];
@@ -690,6 +695,7 @@ std::vector<Measurer::TimeResult> Measurer::try_time_all(const std::vector<Candi
     std::istringstream(done[j].output) >> median >> runs;
     stats_.runs += static_cast<std::size_t>(std::max(runs, 0));
     r.seconds = std::max(median, kMinSeconds);
+    r.over_bound = runs == 1 && median >= timer.give_up_seconds;
     write_seconds(cache_file(c, dims), r.seconds, target_.name() + " " + describe(c));
     ++stats_.measured;
   }

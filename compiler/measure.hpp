@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -93,6 +94,14 @@ std::vector<std::vector<double>> random_inputs(const Candidate& candidate,
 // The machine a measurement was taken on: CPU model (/proc/cpuinfo), `uname -m`, hardware
 // threads and OMP_NUM_THREADS. Part of every cache key.
 std::string machine_fingerprint();
+
+// For candidates only worth knowing when faster than a known program: a first run of at least
+// `give_up_seconds` is the time (one run, see runtime::TimerOptions), and a job (its inputs and
+// runs) past `job_seconds`, when below the sandbox's limit, is killed as hung.
+struct TimeBound {
+  double give_up_seconds = std::numeric_limits<double>::infinity();
+  double job_seconds = std::numeric_limits<double>::infinity();
+};
 
 class Measurer {
  public:
@@ -156,13 +165,14 @@ class Measurer {
   struct TimeResult {
     double seconds = 0.0;
     std::string failure;
+    bool over_bound = false;  // timed by one run, at least TimeBound::give_up_seconds
     bool ok() const { return failure.empty(); }
   };
   TimeResult try_time(const Candidate& candidate, const graph::DimValues& dims);
   // try_time of many candidates, the ones not cached timed one after another in one worker (one
   // fork for the batch: forking a compiler that holds much memory is what sandboxing costs).
   std::vector<TimeResult> try_time_all(const std::vector<Candidate>& candidates,
-                                       const graph::DimValues& dims);
+                                       const graph::DimValues& dims, const TimeBound& bound = {});
   // try_time, with a failure as a UserError naming the candidate and the reason.
   double time(const Candidate& candidate, const graph::DimValues& dims);
   // The cached time, if any (counts as nothing in stats()): lets the compiler prepare only the
@@ -211,7 +221,7 @@ class Measurer {
               const std::vector<std::vector<double>>& inputs, const graph::DimValues& dims);
   // A job that times the candidate on random inputs, returning "seconds runs".
   Job time_job(const Candidate& candidate, const runtime::Kernel* kernel,
-               const graph::DimValues& dims);
+               const graph::DimValues& dims, const runtime::TimerOptions& timer);
   void launch(const Candidate& candidate, const runtime::Kernel* kernel,
               const std::vector<void*>& buffers, const graph::DimValues& dims);
   std::filesystem::path cache_file(const Candidate& candidate,

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "graph/memory_estimate.hpp"
@@ -38,11 +40,31 @@ double copy_bandwidth() {
   return bandwidth;
 }
 
+// Candidates timed by one worker between two updates of the bound.
+constexpr std::size_t kBatch = 16;
+
+// Whether a Body folds products of two inputs (a matrix product computed by its loops, maybe
+// fused): a Reduce whose elements load from more than one input slot. The slow kind, against
+// the library calls that compute the same values.
+bool folds_products(const graph::Body& body) {
+  const std::vector<graph::Scalar>& scalars = body.scalars();
+  // Input slots loaded below each node, as a bit set (slots past 63 share the last bit).
+  std::vector<std::uint64_t> slots(scalars.size(), 0);
+  for (std::size_t id = 0; id < scalars.size(); ++id) {  // arguments come before their users
+    const graph::Scalar& s = scalars[id];
+    if (s.op == graph::ScalarOp::Load) slots[id] |= std::uint64_t{1} << std::min<std::size_t>(s.slot, 63);
+    for (graph::ScalarId a : s.args) slots[id] |= slots[a];
+    if (s.op == graph::ScalarOp::Reduce && (slots[id] & (slots[id] - 1)) != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& values,
                         Measurer& measurer, const graph::DimValues& dims, std::size_t budget,
-                        const RulesOf& rules_of, GroupReport& report, bool verbose) {
+                        const std::function<double()>& program_seconds, const RulesOf& rules_of,
+                        GroupReport& report, bool verbose) {
   const Measurer::Stats before = measurer.stats();
   // Size everything; time the ones within the budget together, in one worker process.
   std::vector<std::pair<CandidateInfo*, Candidate>> sized;
@@ -64,28 +86,59 @@ void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& val
     }
     sized.emplace_back(&c, std::move(*s.candidate));
   }
-  std::vector<Candidate> timed;
+  // Timed in order: library calls, other kernels, then kernels that fold products (the slow
+  // kind; once the rest make a whole program, they are bounded by it). The budget goes in that
+  // order.
+  auto rank = [&](std::size_t i) {
+    const graph::Body* body = std::get_if<graph::Body>(&sized[i].second.op);
+    return !body ? 0 : folds_products(*body) ? 2 : 1;
+  };
+  std::vector<std::size_t> order(sized.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return rank(x) < rank(y); });
   std::vector<std::size_t> timed_index;
-  for (std::size_t i = 0; i < sized.size(); ++i) {
+  for (std::size_t i : order) {
     const Candidate& candidate = sized[i].second;
     if (budget == 0) {
       sized[i].first->cost = bytes_of(candidate) / 10e9;  // roofline: 10 GB/s
       continue;
     }
     if (!measurer.cached(candidate, dims)) --budget;
-    timed.push_back(candidate);
     timed_index.push_back(i);
   }
-  const std::vector<Measurer::TimeResult> times = measurer.try_time_all(timed, dims);
-  for (std::size_t t = 0; t < timed.size(); ++t) {
-    CandidateInfo& c = *sized[timed_index[t]].first;
-    if (!times[t].ok()) {
-      reject(c, "it failed at the real dims: " + times[t].failure, rules_of, report, verbose);
-      continue;
+  // In batches of one rank (one worker each); before each, the cheapest program over what is
+  // timed so far bounds the next.
+  double bound = std::numeric_limits<double>::infinity();
+  for (std::size_t from = 0, to = 0; from < timed_index.size(); from = to) {
+    to = from + 1;
+    while (to < timed_index.size() && to - from < kBatch &&
+           rank(timed_index[to]) == rank(timed_index[from])) {
+      ++to;
     }
-    c.cost = times[t].seconds;
-    c.measured = true;
+    if (from > 0) bound = std::min(bound, program_seconds());
+    TimeBound limits;
+    if (std::isfinite(bound)) {
+      limits.give_up_seconds = bound;
+      // Its inputs made, a run past the bound and a margin for a busy machine: past that, hung.
+      limits.job_seconds = std::max(10.0, 20.0 * bound);
+    }
+    std::vector<Candidate> timed;
+    for (std::size_t t = from; t < to; ++t) timed.push_back(sized[timed_index[t]].second);
+    const std::vector<Measurer::TimeResult> times = measurer.try_time_all(timed, dims, limits);
+    for (std::size_t t = from; t < to; ++t) {
+      CandidateInfo& c = *sized[timed_index[t]].first;
+      const Measurer::TimeResult& r = times[t - from];
+      if (!r.ok()) {
+        reject(c, "it failed at the real dims: " + r.failure, rules_of, report, verbose);
+        continue;
+      }
+      c.cost = r.seconds;
+      c.measured = true;
+      report.over_bound += r.over_bound;
+    }
   }
+  report.bound_seconds = bound;
   for (auto& [info, candidate] : sized) {
     CandidateInfo& c = *info;
     if (c.rejected) continue;

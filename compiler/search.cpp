@@ -173,8 +173,15 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
 
   // measure
   start = Clock::now();
+  // The cheapest program over the candidates timed so far: measuring's bound.
+  auto cheapest_so_far = [&] {
+    const std::optional<GroupProgram> p = extract_program(extract, {}, nullptr);
+    double seconds = p ? 0.0 : std::numeric_limits<double>::infinity();
+    for (const GroupStep& s : p ? p->steps : std::vector<GroupStep>{}) seconds += s.seconds;
+    return seconds;
+  };
   measure_candidates(candidates, values, measurer, options.dims, options.max_measurements,
-                     rules_of, report, options.verbose);
+                     cheapest_so_far, rules_of, report, options.verbose);
   report.measure_seconds = since(start);
 
   // extract, verify; a program that fails its check bans its suspects and is extracted again

@@ -7,7 +7,8 @@
 //   candidates every Kernel and Gemm e-node, sized from its e-classes           (candidates)
 //   check      each candidate run on its inputs' reference values and compared
 //              with its e-class's (in the sandbox); the rest are rejected      (check_candidates)
-//   measure    the survivors timed at the real dims (sandboxed, cached)        (measure_candidates)
+//   measure    the survivors timed at the real dims (sandboxed, cached), each
+//              stopped after one run once slower than a whole program      (measure_candidates)
 //   extract    the cheapest program DAG over the survivors                     (extract_program)
 //   verify     the whole program checked against the interpreter; a program
 //              that fails is reported, its suspect steps banned and the

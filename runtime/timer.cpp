@@ -17,6 +17,7 @@ Timing measure(const std::function<void(int run)>& run, const std::function<void
     run(index++);
     if (synchronize) synchronize();
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    if (i == 0 && t >= options.give_up_seconds) return Timing{t, t, 1, 0};
     if (i == 0 && options.long_run_seconds > 0.0 && t >= options.long_run_seconds) {
       long_runs = true;
       break;

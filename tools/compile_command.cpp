@@ -1,6 +1,7 @@
 // `kiln compile NAME`: searches the best checked program for an example model (compiler/) and
 // runs it with the per-step report; `kiln explain NAME`: the same search, then why each
 // kernel was chosen and what was rejected; `kiln dump-egraph NAME`: one group's e-graph.
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -96,7 +97,10 @@ void write_report(const std::string& path, const std::string& model, const std::
     out << "], \"nodes\": " << g.nodes << ", \"eclasses\": " << r.eclasses
         << ", \"enodes\": " << r.enodes << ", \"candidates\": " << r.candidates
         << ", \"checked\": " << r.checked << ", \"measured\": " << r.measured
-        << ", \"cache_hits\": " << r.cache_hits << ", \"stop_reason\": "
+        << ", \"cache_hits\": " << r.cache_hits << ", \"timed_once\": " << r.over_bound
+        << ", \"bound_seconds\": "
+        << (std::isfinite(r.bound_seconds) ? std::to_string(r.bound_seconds) : "null")
+        << ", \"stop_reason\": "
         << support::quoted(r.stop_reason) << ", \"extractions\": " << r.extractions
         << ", \"saturation_seconds\": " << r.saturation_seconds
         << ", \"check_seconds\": " << r.check_seconds

@@ -295,6 +295,30 @@ TEST_CASE("measure: times persist on disk and a second Measurer measures nothing
   CHECK(Measurer(cpu_target(), dir).cached(dot, dims));
 }
 
+// A candidate only worth knowing when faster than a known program: one run past the bound is
+// its time; within the bound it is timed as usual.
+TEST_CASE("measure: a bound stops timing after one run past it", "[measure]") {
+  TempDir cache("bound");
+  const DimValues dims = {{"n", 64}};
+  const Candidate dot = compiler::body_candidate(dot_body(), {256, 4}, dims);
+  Measurer bounded(cpu_target(), cache.path);
+  compiler::TimeBound bound;
+  bound.give_up_seconds = 1e-12;
+  const auto over = bounded.try_time_all({dot}, dims, bound);
+  REQUIRE(over.front().ok());
+  CHECK(over.front().over_bound);
+  CHECK(over.front().seconds > 0.0);
+  CHECK(bounded.stats().runs == 1);
+
+  TempDir other("unbounded");
+  Measurer free(cpu_target(), other.path);
+  bound.give_up_seconds = 10.0;
+  const auto within = free.try_time_all({dot}, dims, bound);
+  REQUIRE(within.front().ok());
+  CHECK_FALSE(within.front().over_bound);
+  CHECK(free.stats().runs >= 7);  // two warm-ups and at least five timed runs
+}
+
 TEST_CASE("measure: random inputs are never zero and keep dynamic rows in range", "[measure]") {
   const DimValues dims = {{"n", 200}};
   const Candidate gather = compiler::body_candidate(gather_body(), {15, 200}, dims);

@@ -42,6 +42,22 @@ TEST_CASE("a long first run is timed once after that one warm-up", "[timer]") {
   CHECK(timing.median_seconds >= 0.11);
 }
 
+TEST_CASE("a first run past the give-up time is the result", "[timer]") {
+  SleepyRun run{0.02};
+  TimerOptions options;
+  options.give_up_seconds = 0.01;
+  const auto timing = measure([&](int i) { run(i); }, nullptr, options);
+  CHECK(run.calls == 1);
+  CHECK(timing.runs == 1);
+  CHECK(timing.warmups == 0);
+  CHECK(timing.median_seconds >= 0.02);
+  // Faster than the give-up time: the usual warm-ups and timed runs.
+  options.give_up_seconds = 1.0;
+  const auto full = measure([&](int i) { run(i); }, nullptr, options);
+  CHECK(full.warmups == options.warmup);
+  CHECK(full.runs >= options.min_runs);
+}
+
 TEST_CASE("the long-run shortcut can be turned off", "[timer]") {
   SleepyRun run{0.11};
   TimerOptions options;
