@@ -13,9 +13,9 @@
 
 #include "examples/graphs.hpp"
 #include "graph/compare.hpp"
+#include "graph/memory_estimate.hpp"
 #include "graph/npy.hpp"
 #include "graph/random_inputs.hpp"
-#include "graph/memory_estimate.hpp"
 #include "runtime/buffer_plan.hpp"
 #include "runtime/executor.hpp"
 #include "support/diagnostic.hpp"
@@ -103,6 +103,8 @@ ModelInputs make_inputs(const Graph& g, const graph::DimValues& dims,
     auto [name, file] = split_assignment(text, "input");
     files[name] = file;
   }
+  // Each is made when asked for, but all are bound on the device together.
+  graph::check_native_inputs_memory(g, dims);
   auto given = std::make_shared<std::map<std::string, Tensor>>();
   ModelInputs out;
   for (NodeId id = 0; id < g.size(); ++id) {

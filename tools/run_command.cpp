@@ -2,13 +2,9 @@
 // baseline `kiln compile` improves on), and prints the outputs' checksums, the time of each
 // kernel and the total. Inputs are random unless given as .npy files; persistent state starts
 // at zero. `--check` runs the reference interpreter on the same inputs and compares.
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 
-#include "runtime/executor.hpp"
 #include "runtime/lower_one_op.hpp"
 #include "targets/registry.hpp"
 #include "tools/commands.hpp"

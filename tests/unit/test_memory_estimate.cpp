@@ -202,4 +202,11 @@ TEST_CASE("memory: inputs that each fit but not together are refused, the larges
   CHECK(contains(error, "the model's inputs (as doubles) need " + std::to_string(both) + " bytes"));
   CHECK(contains(error, "the largest is input 'w1' [64, 64] with 32768 bytes"));
   CHECK(contains(error, "the model is too large"));
+  // In their own dtypes (f32 here) they need half as much.
+  CHECK_NOTHROW(check_native_inputs_memory(b.graph(), {}, both / 2));
+  const std::string native =
+      user_error_of([&] { check_native_inputs_memory(b.graph(), {}, both / 2 - 1); });
+  CHECK(contains(native, "the model's inputs (in their dtypes) need " + std::to_string(both / 2) +
+                             " bytes"));
+  CHECK(contains(native, "the largest is input 'w1' [64, 64] with 16384 bytes"));
 }
