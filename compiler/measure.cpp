@@ -20,7 +20,7 @@
 
 #include "graph/body_bounds.hpp"
 #include "graph/interpret.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "graph/compare.hpp"
 #include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
@@ -87,7 +87,7 @@ class DeviceBuffers {
   DeviceBuffers& operator=(const DeviceBuffers&) = delete;
 
   void* add(const std::vector<double>& values, DType dtype) {
-    std::vector<std::byte> bytes = runtime::to_native(values, dtype);
+    std::vector<std::byte> bytes = graph::to_native(values, dtype);
     void* p = device_.allocate(std::max<std::size_t>(bytes.size(), 1));
     buffers_.push_back(p);
     if (!bytes.empty()) device_.upload(p, bytes.data(), bytes.size());
@@ -466,7 +466,7 @@ Job Measurer::run_job(const Candidate& c, const runtime::Kernel* kernel,
     device.synchronize();
     std::vector<std::byte> bytes(bytes_of(c.output_elements, c.output_dtype));
     if (!bytes.empty()) device.download(bytes.data(), buffers.back(), bytes.size());
-    return to_bytes(runtime::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
+    return to_bytes(graph::from_native(bytes.data(), static_cast<std::size_t>(c.output_elements),
                                          c.output_dtype));
   };
 }

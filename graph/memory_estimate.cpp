@@ -103,18 +103,20 @@ void check_bytes_fit(std::int64_t bytes, const std::string& what, const DimValue
 
 namespace {
 
-// Throws when the nodes of `g` that `counted` accepts need more than `limit` bytes together;
-// `whose` names them in the message.
-template <class Counted>
+std::int64_t held_element_bytes(const Node&) { return kBytesPerHeldElement; }
+
+// Throws when the nodes of `g` that `counted` accepts, each element in `element_bytes(node)`,
+// need more than `limit` bytes together; `whose` names them in the message.
+template <class Counted, class ElementBytes>
 void check_nodes_memory(const Graph& g, const DimValues& dims, std::int64_t limit,
-                        const std::string& whose, Counted counted) {
+                        const std::string& whose, Counted counted, ElementBytes element_bytes) {
   std::int64_t total = 0;
   NodeId largest = 0;
   std::int64_t largest_bytes = -1;
   for (NodeId id = 0; id < g.size(); ++id) {
     if (!counted(g.node(id))) continue;
     const std::int64_t bytes =
-        saturating_mul(saturating_numel(g.node(id).shape, dims), kBytesPerHeldElement);
+        saturating_mul(saturating_numel(g.node(id).shape, dims), element_bytes(g.node(id)));
     total = saturating_add(total, bytes);
     if (bytes > largest_bytes) {
       largest_bytes = bytes;
@@ -136,7 +138,7 @@ void check_nodes_memory(const Graph& g, const DimValues& dims, std::int64_t limi
 
 void check_graph_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
   check_nodes_memory(g, dims, limit, "the reference interpreter's values",
-                     [](const Node&) { return true; });
+                     [](const Node&) { return true; }, held_element_bytes);
 }
 
 bool interpreter_copies_input(const Graph& g, NodeId consumer, const Graph::Input& in) {
@@ -196,7 +198,14 @@ std::int64_t interpreter_peak_bytes(const Graph& g, const DimValues& dims) {
 
 void check_inputs_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
   check_nodes_memory(g, dims, limit, "the model's inputs (as doubles)",
-                     [](const Node& n) { return n.op == Op::Input; });
+                     [](const Node& n) { return n.op == Op::Input; }, held_element_bytes);
+}
+
+void check_native_inputs_memory(const Graph& g, const DimValues& dims, std::int64_t limit) {
+  check_nodes_memory(
+      g, dims, limit, "the model's inputs (in their dtypes)",
+      [](const Node& n) { return n.op == Op::Input; },
+      [](const Node& n) { return static_cast<std::int64_t>(dtype_size(n.dtype)); });
 }
 
 }  // namespace kiln::graph

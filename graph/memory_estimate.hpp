@@ -39,6 +39,9 @@ void check_graph_memory(const Graph& g, const DimValues& dims,
 // each fit and still not fit together.
 void check_inputs_memory(const Graph& g, const DimValues& dims,
                          std::int64_t limit = physical_memory_bytes());
+// The same with each input in its own dtype (what a device holds once they are bound).
+void check_native_inputs_memory(const Graph& g, const DimValues& dims,
+                                std::int64_t limit = physical_memory_bytes());
 
 // Whether graph::interpret copies input `in` of node `consumer` out of its producer's buffer:
 // elementwise ops read their inputs through their views one element at a time, and other ops

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "graph/native.hpp"
 #include "graph/quantized.hpp"
 #include "graph/tensor.hpp"
 #include "model/dequantize.hpp"
@@ -69,8 +70,8 @@ std::optional<graph::QuantFormat> quant_format(GgmlType type) {
 }
 
 // GGUF's blocks ([rows, cols] of `type`, rows in file order) as the graph's two block tensors,
-// row r read from file row source_row(r).
-std::pair<graph::Tensor, graph::Tensor> split_blocks(
+// row r read from file row source_row(r): bytes copied as they are, the f16 scales included.
+std::pair<graph::NativeTensor, graph::NativeTensor> split_blocks(
     graph::QuantFormat f, std::span<const std::uint8_t> data, std::int64_t rows,
     std::int64_t cols, const std::function<std::int64_t(std::int64_t)>& source_row) {
   const std::int64_t blocks = cols / graph::kQuantBlock;
@@ -78,22 +79,36 @@ std::pair<graph::Tensor, graph::Tensor> split_blocks(
   const std::int64_t block_bytes = 2 * sb + qb;  // the f16 scales, then the quants
   KILN_ASSERT(static_cast<std::int64_t>(data.size()) == rows * blocks * block_bytes,
               "split_blocks: data size");
-  graph::Tensor quants{graph::DType::U8, {rows, blocks * qb}, {}};
-  graph::Tensor scales{graph::DType::F16, {rows, blocks * sb}, {}};
-  quants.data.reserve(static_cast<std::size_t>(rows * blocks * qb));
-  scales.data.reserve(static_cast<std::size_t>(rows * blocks * sb));
+  std::vector<std::byte> quants(static_cast<std::size_t>(rows * blocks * qb));
+  std::vector<std::byte> scales(static_cast<std::size_t>(rows * blocks * sb * 2));
+  std::byte* q = quants.data();
+  std::byte* d = scales.data();
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::uint8_t* p = data.data() + source_row(r) * blocks * block_bytes;
     for (std::int64_t b = 0; b < blocks; ++b, p += block_bytes) {
-      for (std::int64_t j = 0; j < sb; ++j) {
-        std::uint16_t bits;
-        std::memcpy(&bits, p + 2 * j, 2);
-        scales.data.push_back(graph::half_value(bits));
-      }
-      for (std::int64_t j = 0; j < qb; ++j) quants.data.push_back(p[2 * sb + j]);
+      std::memcpy(d, p, static_cast<std::size_t>(2 * sb));
+      std::memcpy(q, p + 2 * sb, static_cast<std::size_t>(qb));
+      d += 2 * sb;
+      q += qb;
     }
   }
-  return {std::move(quants), std::move(scales)};
+  return {graph::NativeTensor(graph::DType::U8, {rows, blocks * qb}, std::move(quants)),
+          graph::NativeTensor(graph::DType::F16, {rows, blocks * sb}, std::move(scales))};
+}
+
+// The f32 values of GGUF tensor `t` of the graph's weight: the mapped bytes themselves where
+// they are f32 already in the graph's row order, else dequantized (and rows reordered).
+graph::NativeTensor f32_weight(const GgufFile& file, const GgufTensorInfo& t, bool rope_rows,
+                               std::int64_t heads) {
+  const std::span<const std::uint8_t> data = file.data(t);
+  if (t.type == GgmlType::F32 && !rope_rows) {
+    return graph::NativeTensor::borrowed(graph::DType::F32, t.shape, std::as_bytes(data));
+  }
+  std::vector<float> values = dequantize(t.type, data, t.elements);
+  if (rope_rows) values = rope_rows_from_gguf(values, heads, t.shape[1]);
+  std::vector<std::byte> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return {graph::DType::F32, t.shape, std::move(bytes)};
 }
 
 }  // namespace
@@ -184,7 +199,7 @@ std::string llama_graph_name(const std::string& name) {
 }
 
 void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& config,
-                        const std::function<void(const std::string&, graph::Tensor)>& use,
+                        const std::function<void(const std::string&, graph::NativeTensor)>& use,
                         const std::map<std::string, graph::QuantFormat>& quantized) {
   const Gguf& g = file.gguf();
   const std::map<std::string, std::vector<std::int64_t>> expected = decoder_weights(config);
@@ -229,13 +244,7 @@ void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& co
       use(name + ".scales", std::move(scales));
       if (name != "embed.weight") continue;  // the embedding's rows are gathered from f32 too
     }
-    std::vector<float> values = dequantize(t.type, file.data(t), t.elements);
-    if (rope_rows) values = rope_rows_from_gguf(values, heads, t.shape[1]);
-    graph::Tensor tensor;
-    tensor.dtype = graph::DType::F32;
-    tensor.shape = t.shape;
-    tensor.data.assign(values.begin(), values.end());
-    use(name, std::move(tensor));
+    use(name, f32_weight(file, t, rope_rows, heads));
   }
   for (const auto& [name, shape] : expected) {
     if (!loaded.count(name)) {

@@ -11,9 +11,11 @@
 //   output_norm.weight           norm.weight
 //   output.weight                lm_head.weight (absent: tied to the embedding)
 //
-// Weights are dequantized to f32 when loaded (model/dequantize), or, for the matrices that
-// llama_quantized_weights names, kept as their blocks (graph/quantized.hpp: "<name>.quants"
-// and "<name>.scales"), which the CPU target's quantized products read directly.
+// Weights are f32 when loaded (the file's bytes where they are f32 already, else dequantized by
+// model/dequantize), or, for the matrices that llama_quantized_weights names, kept as their
+// blocks (graph/quantized.hpp: "<name>.quants" and "<name>.scales", the file's bytes split
+// apart), which the CPU target's quantized products read directly. Nothing passes through
+// doubles.
 #pragma once
 
 #include <functional>
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "graph/interpret.hpp"
+#include "graph/native.hpp"
 #include "graph/nn.hpp"
 #include "graph/quantized.hpp"
 #include "model/gguf.hpp"
@@ -42,12 +45,14 @@ std::map<std::string, graph::QuantFormat> llama_quantized_weights(const Gguf& gg
                                                                    const graph::nn::DecoderConfig& config);
 
 // Calls `use(graph name, tensor)` for every weight of the decoder `config` (from llama_config)
-// in file order, one dequantized tensor at a time, so that at most one is held. A UserError if
+// in file order, one tensor at a time in its layout on a device, so that at most one is held:
+// an f32 tensor in the graph's row order is the mapped file's bytes (no copy), others are
+// dequantized to f32 (q and k rows reordered). A UserError if
 // a tensor is missing, has an unexpected shape or type, or is not a weight of the decoder.
 // Weights named in `quantized` (from llama_quantized_weights) come as their two block tensors
 // (and a tied embedding also as f32, for the gather).
 void load_llama_weights(const GgufFile& file, const graph::nn::DecoderConfig& config,
-                        const std::function<void(const std::string&, graph::Tensor)>& use,
+                        const std::function<void(const std::string&, graph::NativeTensor)>& use,
                         const std::map<std::string, graph::QuantFormat>& quantized = {});
 
 }  // namespace kiln::model

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::runtime {
@@ -114,27 +114,50 @@ void* Executor::ensure_arena(std::size_t bytes) {
 }
 
 Executor::Held& Executor::hold(std::map<std::string, Held>& held, const std::string& name,
-                               const graph::Tensor& tensor, graph::DType dtype) {
-  const std::vector<std::byte> native = to_native(tensor.data, dtype);
+                               const std::vector<std::int64_t>& shape,
+                               std::span<const std::byte> native) {
   Held& h = held[name];
   if (!h.buffer || h.bytes != native.size()) {
     free_held(h);
     h.bytes = native.size();
     h.buffer = device_.allocate(std::max(h.bytes, kBufferAlignment));
   }
-  h.shape = tensor.shape;
+  h.shape = shape;
   if (h.bytes) device_.upload(h.buffer, native.data(), h.bytes);
   return h;
 }
 
-void Executor::bind(const std::string& name, const graph::Tensor& tensor) {
+Executor::Held& Executor::hold(std::map<std::string, Held>& held, const std::string& name,
+                               const graph::Tensor& tensor, graph::DType dtype) {
+  return hold(held, name, tensor.shape, graph::to_native(tensor.data, dtype));
+}
+
+graph::DType Executor::input_dtype(const std::string& name) const {
   const std::optional<ValueId> id = llir_.find_input(name);
   if (!id || llir_.value(*id).kind != ValueKind::Input) {
     throw UserError("bind: the program has no input called '" + name + "'");
   }
-  const graph::DType dtype = llir_.value(*id).dtype;
+  return llir_.value(*id).dtype;
+}
+
+void Executor::bind(const std::string& name, const graph::Tensor& tensor) {
+  const graph::DType dtype = input_dtype(name);
   check_tensor("input '" + name + "'", tensor, dtype, tensor.shape);
   hold(bound_, name, tensor, dtype);
+}
+
+void Executor::bind(const std::string& name, const graph::NativeTensor& tensor) {
+  const graph::DType dtype = input_dtype(name);
+  if (tensor.dtype() != dtype) {
+    throw UserError("input '" + name + "' has dtype " + std::string(graph::dtype_name(tensor.dtype())) +
+                    ", expected " + std::string(graph::dtype_name(dtype)));
+  }
+  hold(bound_, name, tensor.shape(), tensor.bytes());
+}
+
+void Executor::reset_state() {
+  for (auto& [name, h] : state_) free_held(h);
+  state_.clear();
 }
 
 void Executor::set_state(const std::string& name, const graph::Tensor& tensor) {
@@ -282,9 +305,10 @@ std::map<std::string, graph::Tensor> Executor::run(
     }
     auto held = state_.find(v.name);
     if (held == state_.end()) {
-      graph::Tensor zeros{v.dtype, shape,
-                          std::vector<double>(static_cast<std::size_t>(graph::numel(shape)))};
-      address[id] = hold(state_, v.name, zeros, v.dtype).buffer;
+      // Zero is all zero bytes in every dtype's layout.
+      const std::vector<std::byte> zeros(static_cast<std::size_t>(graph::numel(shape)) *
+                                         graph::dtype_size(v.dtype));
+      address[id] = hold(state_, v.name, shape, zeros).buffer;
       continue;
     }
     if (held->second.shape != shape) {

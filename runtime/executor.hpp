@@ -21,11 +21,13 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "graph/expr.hpp"
 #include "graph/interpret.hpp"
+#include "graph/native.hpp"
 #include "runtime/buffer_plan.hpp"
 #include "runtime/llir.hpp"
 #include "runtime/target.hpp"
@@ -69,8 +71,13 @@ class Executor {
 
   // Holds `tensor` on the device as input `name` for every later run that does not pass it.
   void bind(const std::string& name, const graph::Tensor& tensor);
+  // The same for a tensor already in the input's layout: its bytes are copied to the device as
+  // they are (a mapped weight, or a random input made in its dtype), never through doubles.
+  void bind(const std::string& name, const graph::NativeTensor& tensor);
   // Sets persistent state `name` (its shape is checked against the dims of the next run).
   void set_state(const std::string& name, const graph::Tensor& tensor);
+  // Drops every persistent state, so the next run starts from zeros again.
+  void reset_state();
   // The current value of persistent state `name` (zeros of the last run's shape if never set).
   graph::Tensor state(const std::string& name) const;
 
@@ -105,8 +112,13 @@ class Executor {
   // launch_steps through the recording (see set_replay).
   void replay_steps(const DimSetup& d, const graph::DimValues& dims);
   void* ensure_arena(std::size_t bytes);
+  // Uploads `native` (the bytes of a value of `shape`) into held[name], reusing its buffer.
+  Held& hold(std::map<std::string, Held>& held, const std::string& name,
+             const std::vector<std::int64_t>& shape, std::span<const std::byte> native);
   Held& hold(std::map<std::string, Held>& held, const std::string& name,
              const graph::Tensor& tensor, graph::DType dtype);
+  // The dtype of input `name`; a UserError if the program has no such input.
+  graph::DType input_dtype(const std::string& name) const;
   void free_held(Held& h);
 
   const Llir& llir_;

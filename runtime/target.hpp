@@ -5,7 +5,7 @@
 //
 // Buffers are device addresses (`void*`): host memory on the CPU and reference targets, device
 // memory on a GPU. Pointer arithmetic on them (an arena plus an offset) is allowed. Elements are
-// in their dtype's native layout (runtime/native.hpp).
+// in their dtype's native layout (graph/native.hpp).
 #pragma once
 
 #include <chrono>

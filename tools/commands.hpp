@@ -5,8 +5,6 @@
 
 #include <functional>
 
-#include "runtime/llir.hpp"
-#include "runtime/target.hpp"
 #include "tools/model_io.hpp"
 
 namespace kiln::tools {
@@ -28,11 +26,5 @@ Command add_tokenize_command(CLI::App& app);     // tokenize_command.cpp
 
 // The help text of --target: the targets built in (run_command.cpp).
 std::string target_help();
-
-// Runs a program `runs` times and prints its outputs and per-step report (run_command.cpp);
-// with `check`, compares with the interpreter. Returns the exit status.
-int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
-                   const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
-                   bool check);
 
 }  // namespace kiln::tools

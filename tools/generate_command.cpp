@@ -1,7 +1,8 @@
 // `kiln generate --model FILE.gguf --prompt TEXT`: loads a LLaMA GGUF model and its tokenizer,
 // compiles the decoder for a target with the search (the first run measures, with progress;
-// later runs read each group's program from the program cache) or, with --one-op, lowers it one kernel per op;
-// weights are dequantized to f32 at load time. Prefills the prompt in one step and decodes with
+// later runs read each group's program from the program cache) or, with --one-op, lowers it one
+// kernel per op; quantized matrices are bound as their blocks where the target multiplies by
+// blocks, f32 weights as the mapped bytes, the rest dequantized to f32 at load time. Prefills the prompt in one step and decodes with
 // the KV cache, streaming the text as it is generated, then prints prefill and decode tokens/s.
 #include <algorithm>
 #include <chrono>

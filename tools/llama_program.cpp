@@ -38,10 +38,11 @@ LlamaProgram::LlamaProgram(const model::GgufFile& file, std::int64_t max_context
     llir_ = runtime::lower_one_op(builder_.graph());
   }
   executor_ = std::make_unique<runtime::Executor>(llir_, target);
-  // One weight at a time: converted, bound on the device, then freed here.
+  // One weight at a time, in its layout on the device (the mapped bytes where they fit), bound
+  // and then freed here.
   model::load_llama_weights(
       file, config_,
-      [&](const std::string& name, graph::Tensor t) { executor_->bind(name, t); },
+      [&](const std::string& name, const graph::NativeTensor& t) { executor_->bind(name, t); },
       config_.quantized_weights);
 }
 

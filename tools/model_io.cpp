@@ -3,16 +3,21 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <system_error>
 
 #include "examples/graphs.hpp"
 #include "graph/compare.hpp"
+#include "graph/memory_estimate.hpp"
 #include "graph/npy.hpp"
 #include "graph/random_inputs.hpp"
+#include "runtime/buffer_plan.hpp"
+#include "runtime/executor.hpp"
 #include "support/diagnostic.hpp"
 
 namespace kiln::tools {
@@ -57,8 +62,7 @@ graph::DimValues choose_dims(const Graph& g, const std::vector<std::string>& giv
   return dims;
 }
 
-// The exclusive upper bound for values of integer input `id`: the row count of a table it
-// indexes (Gather, Scatter), else 8.
+// `[2, 3]`.
 static std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
@@ -99,28 +103,40 @@ ModelInputs make_inputs(const Graph& g, const graph::DimValues& dims,
     auto [name, file] = split_assignment(text, "input");
     files[name] = file;
   }
+  // Each is made when asked for, but all are bound on the device together.
+  graph::check_native_inputs_memory(g, dims);
+  auto given = std::make_shared<std::map<std::string, Tensor>>();
   ModelInputs out;
-  for (auto& [name, t] : graph::random_inputs(g, dims, seed)) {
-    auto file = files.find(name);
-    if (file != files.end()) {
-      out.inputs[name] = graph::read_npy(file->second);
-      files.erase(file);
-    } else {
-      out.inputs[name] = std::move(t);
-    }
-  }
-  // Persistent state starts at zero, as the runtime's does.
   for (NodeId id = 0; id < g.size(); ++id) {
     const graph::Node& n = g.node(id);
-    if (n.op != Op::Input || !n.persistent) continue;
-    graph::Tensor zeros = out.inputs.at(n.name);
-    std::fill(zeros.data.begin(), zeros.data.end(), 0.0);
-    out.states[n.name] = std::move(zeros);
-    out.inputs.erase(n.name);
+    if (n.op != Op::Input) continue;
+    auto file = files.find(n.name);
+    if (file != files.end()) {
+      // Persistent state starts at zero, as the runtime's does, whatever a file says.
+      if (!n.persistent) (*given)[n.name] = graph::read_npy(file->second);
+      files.erase(file);
+    }
+    if (!n.persistent) out.inputs.push_back(id);
   }
   if (!files.empty()) {
     throw UserError("--input " + files.begin()->first + ": the model has no such input");
   }
+  out.value = [&g, &dims, given, seed](NodeId id) {
+    const graph::Node& n = g.node(id);
+    if (n.persistent) {
+      Tensor zeros{n.dtype, {}, {}};
+      for (const graph::Expr& d : n.shape) zeros.shape.push_back(graph::evaluate(d, dims));
+      zeros.data.assign(static_cast<std::size_t>(graph::numel(zeros.shape)), 0.0);
+      return zeros;
+    }
+    auto file = given->find(n.name);
+    return file != given->end() ? file->second : graph::random_input(g, id, dims, seed);
+  };
+  out.native = [&g, &dims, given, seed](NodeId id) {
+    auto file = given->find(g.node(id).name);
+    return file != given->end() ? graph::to_native(file->second)
+                                : graph::random_native_input(g, id, dims, seed);
+  };
   return out;
 }
 
@@ -140,9 +156,7 @@ void print_outputs(const std::map<std::string, Tensor>& outputs) {
 
 bool check_outputs(const Graph& g, const graph::DimValues& dims, const ModelInputs& in,
                    const std::map<std::string, Tensor>& outputs) {
-  std::map<std::string, Tensor> feeds = in.inputs;
-  for (const auto& [name, t] : in.states) feeds[name] = t;
-  std::map<std::string, Tensor> expected = graph::interpret(g, dims, feeds);
+  std::map<std::string, Tensor> expected = graph::interpret(g, dims, in.value);
   bool ok = true;
   std::cout << "\ncheck against the reference interpreter:\n";
   for (const auto& [name, want] : expected) {
@@ -166,6 +180,74 @@ bool check_outputs(const Graph& g, const graph::DimValues& dims, const ModelInpu
                 why.c_str());
   }
   return ok;
+}
+
+std::int64_t check_peak_bytes(const Graph& g, const runtime::Llir& llir,
+                              const graph::DimValues& dims) {
+  std::int64_t inputs = 0, outputs_native = 0, outputs_held = 0;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (n.op != Op::Input && n.op != Op::Output) continue;
+    const std::int64_t count = graph::checked_numel(n.shape, dims, "'" + n.name + "'");
+    const auto native = count * static_cast<std::int64_t>(graph::dtype_size(n.dtype));
+    if (n.op == Op::Input) {
+      inputs += native;
+    } else {
+      outputs_native += native;
+      outputs_held += count * graph::kBytesPerHeldElement;
+    }
+  }
+  const auto arena = static_cast<std::int64_t>(runtime::plan_buffers(llir, dims).arena_bytes);
+  return std::max(inputs + arena + outputs_native + outputs_held,
+                  graph::interpreter_peak_bytes(g, dims) + outputs_held);
+}
+
+int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
+                   const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
+                   bool check) {
+  std::map<std::string, graph::Tensor> outputs;
+  runtime::RunProfile profile;
+  std::vector<double> totals;
+  {
+    const auto start = std::chrono::steady_clock::now();
+    runtime::Executor executor(llir, target);
+    std::cout << "prepared " << llir.num_steps() << " steps in "
+              << seconds_text(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
+              << "\n";
+    // Inputs and weights are made and uploaded once, one at a time; state starts at zero for
+    // the timed runs (a step at fixed positions writes the same cache rows every run) and again
+    // for the last, which fetches every output.
+    for (graph::NodeId id : in.inputs) executor.bind(g.node(id).name, in.native(id));
+    for (int r = 0; r < std::max(1, runs); ++r) {
+      executor.run(dims, {}, &profile, runtime::Executor::Fetch::Nothing);
+      totals.push_back(profile.total_seconds);
+    }
+    executor.reset_state();
+    outputs = executor.run(dims, {});
+  }  // the program's buffers are freed before the interpreter needs the memory
+  std::sort(totals.begin(), totals.end());
+  print_outputs(outputs);
+
+  std::vector<runtime::StepTime> steps = profile.steps;
+  double kernel_total = 0.0;
+  for (const auto& s : steps) kernel_total += s.seconds;
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  std::cout << "\nkernels (last run, slowest first):\n";
+  for (std::size_t i = 0; i < steps.size() && static_cast<int>(i) < top; ++i) {
+    std::printf("  %s %5.1f%%  %s\n", seconds_text(steps[i].seconds).c_str(),
+                kernel_total > 0 ? 100.0 * steps[i].seconds / kernel_total : 0.0,
+                steps[i].label.c_str());
+  }
+  if (static_cast<int>(steps.size()) > top) {
+    std::cout << "  ... " << steps.size() - static_cast<std::size_t>(top) << " more\n";
+  }
+  std::cout << "\n" << steps.size() << " steps: " << seconds_text(kernel_total)
+            << "; run (median of " << totals.size()
+            << "): " << seconds_text(totals[totals.size() / 2]) << "; planned arena "
+            << profile.arena_bytes << " bytes\n";
+  if (!check) return 0;
+  return check_outputs(g, dims, in, outputs) ? 0 : 1;
 }
 
 }  // namespace kiln::tools

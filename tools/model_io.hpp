@@ -1,8 +1,9 @@
 // Model inputs and outputs for the commands that run models (`kiln run`, `kiln compile`):
-// dims from `--dim NAME=VALUE`, inputs random or from .npy files, output checksums, and the
-// check against the reference interpreter.
+// dims from `--dim NAME=VALUE`, inputs random or from .npy files, a program's run with its
+// report, output checksums, and the check against the reference interpreter.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -10,6 +11,9 @@
 
 #include "examples/graphs.hpp"
 #include "graph/interpret.hpp"
+#include "graph/native.hpp"
+#include "runtime/llir.hpp"
+#include "runtime/target.hpp"
 
 namespace kiln::tools {
 
@@ -24,13 +28,20 @@ std::string example_names_help();
 // Every symbolic dim of the graph with a value: `given` (NAME=VALUE), else `pos` 0, others 8.
 graph::DimValues choose_dims(const graph::Graph& g, const std::vector<std::string>& given);
 
+// A model's inputs, made one at a time when asked for: all of a model's weights at once, as
+// doubles, would not fit (31 GiB for Gemma-3-4B). Each is the same whoever asks, so the program
+// and the interpreter see the same values.
 struct ModelInputs {
-  std::map<std::string, graph::Tensor> inputs;  // every non-persistent Input
-  std::map<std::string, graph::Tensor> states;  // every persistent Input, zeros
+  std::vector<graph::NodeId> inputs;  // every non-persistent Input, in graph order
+  // Input `id`'s value as doubles (the interpreter's InputSource); persistent state is zeros.
+  graph::InputSource value;
+  // Non-persistent input `id` in its own layout, for binding on a device.
+  std::function<graph::NativeTensor(graph::NodeId)> native;
 };
 
-// Inputs from .npy files (`NAME=FILE.npy`) or random: floats uniform in [-1, 1] (never 0)
-// scaled by 1/sqrt(last dim), index inputs inside the table they index.
+// Inputs from .npy files (`NAME=FILE.npy`, read now) or random (graph::random_input: floats
+// uniform in [-1, 1] (never 0) scaled by 1/sqrt(last dim), index inputs inside the table they
+// index; seeded by `seed` and the input's name). Keeps references to `g` and `dims`.
 ModelInputs make_inputs(const graph::Graph& g, const graph::DimValues& dims,
                         const std::vector<std::string>& files, unsigned seed);
 
@@ -38,9 +49,23 @@ ModelInputs make_inputs(const graph::Graph& g, const graph::DimValues& dims,
 void print_outputs(const std::map<std::string, graph::Tensor>& outputs);
 
 // Compares `outputs` with the interpreter on the same inputs, printing a line per output;
-// true when all agree.
+// true when all agree. The interpreter asks for each input once, when first read.
 bool check_outputs(const graph::Graph& g, const graph::DimValues& dims, const ModelInputs& in,
                    const std::map<std::string, graph::Tensor>& outputs);
+
+// The most bytes run_and_report holds at once with `check`, predicted (an upper bound): while
+// the program runs, every input in its own dtype, the plan's arena and the outputs, on the
+// device and fetched as doubles; then, the program freed, the interpreter's peak
+// (graph::interpreter_peak_bytes) and the fetched outputs.
+std::int64_t check_peak_bytes(const graph::Graph& g, const runtime::Llir& llir,
+                              const graph::DimValues& dims);
+
+// Runs a program `runs` times with every input bound once (made and bound one at a time) and
+// prints its outputs and per-step report; with `check`, then frees the program's buffers and
+// compares with the interpreter. Returns the exit status.
+int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
+                   const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
+                   bool check);
 
 // `  1.234 ms`, fixed width.
 std::string seconds_text(double seconds);

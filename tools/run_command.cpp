@@ -2,13 +2,9 @@
 // baseline `kiln compile` improves on), and prints the outputs' checksums, the time of each
 // kernel and the total. Inputs are random unless given as .npy files; persistent state starts
 // at zero. `--check` runs the reference interpreter on the same inputs and compares.
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <memory>
 
-#include "runtime/executor.hpp"
 #include "runtime/lower_one_op.hpp"
 #include "targets/registry.hpp"
 #include "tools/commands.hpp"
@@ -32,59 +28,10 @@ struct RunOptions {
 
 }  // namespace
 
-// Runs `llir` `runs` times and prints outputs, the per-kernel report of the last run, and the
-// median run time; with `check`, compares with the interpreter. The exit status.
 std::string target_help() {
   std::string text = "The target (default cpu):";
   for (const std::string& name : targets::target_names()) text += " " + name;
   return text;
-}
-
-int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
-                   const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
-                   bool check) {
-  const auto start = std::chrono::steady_clock::now();
-  runtime::Executor executor(llir, target);
-  std::cout << "prepared " << llir.num_steps() << " steps in "
-            << seconds_text(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
-            << "\n";
-  std::map<std::string, graph::Tensor> outputs;
-  runtime::RunProfile profile;
-  std::vector<double> totals;
-  // Inputs and weights are uploaded once, the state set once (a step at fixed positions writes
-  // the same cache rows every run); timed runs leave their outputs on the device, and a last
-  // run fetches every output.
-  for (const auto& [name, t] : in.inputs) executor.bind(name, t);
-  for (const auto& [name, t] : in.states) executor.set_state(name, t);
-  for (int r = 0; r < std::max(1, runs); ++r) {
-    executor.run(dims, {}, &profile, runtime::Executor::Fetch::Nothing);
-    totals.push_back(profile.total_seconds);
-  }
-  for (const auto& [name, t] : in.states) executor.set_state(name, t);
-  outputs = executor.run(dims, {});
-  std::sort(totals.begin(), totals.end());
-  print_outputs(outputs);
-
-  std::vector<runtime::StepTime> steps = profile.steps;
-  double kernel_total = 0.0;
-  for (const auto& s : steps) kernel_total += s.seconds;
-  std::stable_sort(steps.begin(), steps.end(),
-                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-  std::cout << "\nkernels (last run, slowest first):\n";
-  for (std::size_t i = 0; i < steps.size() && static_cast<int>(i) < top; ++i) {
-    std::printf("  %s %5.1f%%  %s\n", seconds_text(steps[i].seconds).c_str(),
-                kernel_total > 0 ? 100.0 * steps[i].seconds / kernel_total : 0.0,
-                steps[i].label.c_str());
-  }
-  if (static_cast<int>(steps.size()) > top) {
-    std::cout << "  ... " << steps.size() - static_cast<std::size_t>(top) << " more\n";
-  }
-  std::cout << "\n" << steps.size() << " steps: " << seconds_text(kernel_total)
-            << "; run (median of " << totals.size()
-            << "): " << seconds_text(totals[totals.size() / 2]) << "; planned arena "
-            << profile.arena_bytes << " bytes\n";
-  if (!check) return 0;
-  return check_outputs(g, dims, in, outputs) ? 0 : 1;
 }
 
 Command add_run_command(CLI::App& app) {

@@ -2,7 +2,7 @@
 #include "targets/reference/target.hpp"
 
 #include "graph/body.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "support/diagnostic.hpp"
 #include "targets/gemm_reference.hpp"
 #include "targets/host_device.hpp"
@@ -66,10 +66,10 @@ class ReferenceDevice final : public HostDevice {
  private:
   // The elements from `p` to the end of its allocation.
   std::vector<double> read(const void* p, DType dtype) const {
-    return runtime::from_native(p, bytes_after(p) / graph::dtype_size(dtype), dtype);
+    return graph::from_native(p, bytes_after(p) / graph::dtype_size(dtype), dtype);
   }
   static void write(void* p, const std::vector<double>& values, DType dtype) {
-    std::vector<std::byte> bytes = runtime::to_native(values, dtype);
+    std::vector<std::byte> bytes = graph::to_native(values, dtype);
     std::copy(bytes.begin(), bytes.end(), static_cast<std::byte*>(p));
   }
 };

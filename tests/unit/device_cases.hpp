@@ -15,7 +15,7 @@
 #include "graph/random_inputs.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/lower_one_op.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "runtime/target.hpp"
 #include "targets/gpu/schedule.hpp"
 #include "tests/unit/body_cases.hpp"
@@ -28,7 +28,7 @@ inline std::vector<double> run_on_device(runtime::Device& device, const BodyCase
                                          const runtime::Kernel& kernel) {
   std::vector<void*> buffers;
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-    std::vector<std::byte> bytes = runtime::to_native(c.inputs[k], c.body.inputs()[k]);
+    std::vector<std::byte> bytes = graph::to_native(c.inputs[k], c.body.inputs()[k]);
     void* b = device.allocate(bytes.size());
     device.upload(b, bytes.data(), bytes.size());
     buffers.push_back(b);
@@ -36,7 +36,7 @@ inline std::vector<double> run_on_device(runtime::Device& device, const BodyCase
   const auto size = static_cast<std::size_t>(graph::evaluate(c.body.output_size(), c.dims));
   std::vector<double> initial(size, 0.0);
   if (c.body.output_aliases()) initial = c.inputs[*c.body.output_aliases()];
-  std::vector<std::byte> out = runtime::to_native(initial, c.body.dtype());
+  std::vector<std::byte> out = graph::to_native(initial, c.body.dtype());
   // The output sits inside a larger allocation, at an offset, as in an arena.
   const std::size_t offset = 256;
   void* arena = device.allocate(out.size() + offset);
@@ -50,7 +50,7 @@ inline std::vector<double> run_on_device(runtime::Device& device, const BodyCase
   device.download(out.data(), output, out.size());
   for (std::size_t k = 0; k + 1 < buffers.size(); ++k) device.release(buffers[k]);
   device.release(arena);
-  return runtime::from_native(out.data(), size, c.body.dtype());
+  return graph::from_native(out.data(), size, c.body.dtype());
 }
 
 // `prepare` makes body i under schedules[i] (a GPU target's scheduled prepare).

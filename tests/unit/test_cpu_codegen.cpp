@@ -17,7 +17,7 @@
 #include "graph/body_lower.hpp"
 #include "graph/interpret.hpp"
 #include "graph/tensor.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "support/hash.hpp"
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
@@ -56,7 +56,7 @@ TEST_CASE("CPU kernels agree with the Body interpreter", "[cpu]") {
     REQUIRE(kernels[i].fn != nullptr);
     std::vector<std::vector<std::byte>> buffers;
     for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      buffers.push_back(runtime::to_native(c.inputs[k], c.body.inputs()[k]));
+      buffers.push_back(graph::to_native(c.inputs[k], c.body.inputs()[k]));
     }
     const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
     std::vector<double> expected(size);
@@ -66,13 +66,13 @@ TEST_CASE("CPU kernels agree with the Body interpreter", "[cpu]") {
     interpret_body(c.body, ins, c.dims, expected);
     std::vector<double> initial(size, 0.0);
     if (c.body.output_aliases()) initial = c.inputs[*c.body.output_aliases()];
-    buffers.push_back(runtime::to_native(initial, c.body.dtype()));
+    buffers.push_back(graph::to_native(initial, c.body.dtype()));
     std::vector<void*> pointers;
     for (auto& b : buffers) pointers.push_back(b.data());
     std::vector<long long> dims;
     for (const std::string& d : sources[i].dims) dims.push_back(c.dims.at(d));
     kernels[i].fn(pointers.data(), dims.data());
-    std::vector<double> got = runtime::from_native(buffers.back().data(), size, c.body.dtype());
+    std::vector<double> got = graph::from_native(buffers.back().data(), size, c.body.dtype());
     for (std::size_t j = 0; j < size; ++j) {
       INFO("element " << j);
       CHECK(std::fabs(got[j] - expected[j]) <=

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "graph/body.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
 #include "targets/cpu/row_state.hpp"
@@ -52,16 +52,16 @@ std::vector<double> run(const targets::cpu::CompiledKernel& kernel,
                         const kiln::testing::BodyCase& c) {
   std::vector<std::vector<std::byte>> buffers;
   for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-    buffers.push_back(runtime::to_native(c.inputs[k], c.body.inputs()[k]));
+    buffers.push_back(graph::to_native(c.inputs[k], c.body.inputs()[k]));
   }
   const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
-  buffers.push_back(runtime::to_native(std::vector<double>(size, 0.0), c.body.dtype()));
+  buffers.push_back(graph::to_native(std::vector<double>(size, 0.0), c.body.dtype()));
   std::vector<void*> pointers;
   for (auto& b : buffers) pointers.push_back(b.data());
   std::vector<long long> dims;
   for (const std::string& d : source.dims) dims.push_back(c.dims.at(d));
   kernel.fn(pointers.data(), dims.data());
-  return runtime::from_native(buffers.back().data(), size, c.body.dtype());
+  return graph::from_native(buffers.back().data(), size, c.body.dtype());
 }
 
 struct Variant {

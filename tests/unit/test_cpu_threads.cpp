@@ -17,7 +17,7 @@
 #include "graph/tensor.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/lower_one_op.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "targets/cpu/target.hpp"
 #include "targets/cpu/threads.hpp"
 
@@ -135,7 +135,7 @@ TEST_CASE("cpu threads: products are not slower on two threads than on one",
     std::vector<void*> buffers;
     for (const long long size : {m * k, n * k, m * n}) {
       const std::vector<std::byte> bytes =
-          runtime::to_native(random_tensor({size}, rng).data, graph::DType::F32);
+          graph::to_native(random_tensor({size}, rng).data, graph::DType::F32);
       buffers.push_back(device.allocate(bytes.size()));
       device.upload(buffers.back(), bytes.data(), bytes.size());
     }

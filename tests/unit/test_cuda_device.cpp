@@ -13,7 +13,7 @@
 #include <iostream>
 #include <random>
 
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "targets/gemm_reference.hpp"
 #include "targets/cuda/cuda_target.hpp"
 #include "tests/unit/device_cases.hpp"
@@ -76,8 +76,8 @@ void check_gemm(runtime::LibraryCall call, std::mt19937& rng) {
     std::vector<double> v(static_cast<std::size_t>(n));
     for (double& x : v) x = u(rng);
     // Values the dtype holds exactly, so that the reference reads what the device reads.
-    v = runtime::from_native(runtime::to_native(v, call.dtype).data(), v.size(), call.dtype);
-    std::vector<std::byte> bytes = runtime::to_native(v, call.dtype);
+    v = graph::from_native(graph::to_native(v, call.dtype).data(), v.size(), call.dtype);
+    std::vector<std::byte> bytes = graph::to_native(v, call.dtype);
     buffers.push_back(device.allocate(bytes.size()));
     device.upload(buffers.back(), bytes.data(), bytes.size());
     inputs.push_back(std::move(v));
@@ -85,7 +85,7 @@ void check_gemm(runtime::LibraryCall call, std::mt19937& rng) {
   const auto size = static_cast<std::size_t>(s.c_elements());
   std::vector<double> want(size, 0.0);
   targets::gemm_reference(call, {}, inputs, want);
-  std::vector<std::byte> out = runtime::to_native(want, call.dtype);
+  std::vector<std::byte> out = graph::to_native(want, call.dtype);
   std::fill(out.begin(), out.end(), std::byte{0});
   buffers.push_back(device.allocate(out.size()));
   device.upload(buffers.back(), out.data(), out.size());
@@ -93,7 +93,7 @@ void check_gemm(runtime::LibraryCall call, std::mt19937& rng) {
   device.synchronize();
   device.download(out.data(), buffers.back(), out.size());
   for (void* b : buffers) device.release(b);
-  const std::vector<double> got = runtime::from_native(out.data(), size, call.dtype);
+  const std::vector<double> got = graph::from_native(out.data(), size, call.dtype);
   // The output's rounding (f16: 2^-11, bf16: 2^-8 relative) and a sum of k = 29 products in
   // another order. cuBLASLt does not document which GELU it computes; its tanh and erf forms
   // differ by at most ~1e-3, within which a GELU result is accepted.

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "targets/registry.hpp"
 #include "tests/unit/test_util.hpp"
 
@@ -22,18 +22,18 @@ std::vector<double> run_gemm(runtime::Target& target, const runtime::LibraryCall
   runtime::Device& device = target.device();
   std::vector<void*> buffers;
   for (const std::vector<double>* v : {&a, &b}) {
-    std::vector<std::byte> bytes = runtime::to_native(*v, call.dtype);
+    std::vector<std::byte> bytes = graph::to_native(*v, call.dtype);
     void* p = device.allocate(bytes.size());
     device.upload(p, bytes.data(), bytes.size());
     buffers.push_back(p);
   }
-  std::vector<std::byte> c = runtime::to_native(std::vector<double>(c_size, -7.0), call.dtype);
+  std::vector<std::byte> c = graph::to_native(std::vector<double>(c_size, -7.0), call.dtype);
   buffers.push_back(device.allocate(c.size()));
   device.upload(buffers[2], c.data(), c.size());
   device.call(call, buffers, {{"m", 5}});
   device.download(c.data(), buffers[2], c.size());
   for (void* p : buffers) device.release(p);
-  return runtime::from_native(c.data(), c_size, call.dtype);
+  return graph::from_native(c.data(), c_size, call.dtype);
 }
 
 }  // namespace

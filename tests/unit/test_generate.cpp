@@ -32,8 +32,8 @@ class InterpreterStep {
   InterpreterStep(const model::GgufFile& file, std::int64_t max_context)
       : config_(model::llama_config(file.gguf(), max_context)) {
     graph::nn::llama_decoder(builder_, config_);
-    model::load_llama_weights(file, config_, [&](const std::string& name, graph::Tensor t) {
-      inputs_[name] = std::move(t);
+    model::load_llama_weights(file, config_, [&](const std::string& name, const graph::NativeTensor& t) {
+      inputs_[name] = graph::to_tensor(t);
     });
     const graph::Graph& g = builder_.graph();
     for (std::size_t id = 0; id < g.size(); ++id) {

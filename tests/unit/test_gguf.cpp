@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,19 @@ TEST_CASE("gguf: a tiny LLaMA in every supported dtype reads back exactly [model
     CHECK(config.rms_eps == Approx(1e-5).epsilon(1e-6));
     CHECK_FALSE(config.tied_embeddings);
     int loaded = 0;
-    load_llama_weights(file, config, [&](const std::string& name, kiln::graph::Tensor t) {
+    std::map<std::string, const GgufTensorInfo*> by_graph_name;
+    for (const GgufTensorInfo& t : g.tensors) by_graph_name[llama_graph_name(t.name)] = &t;
+    load_llama_weights(file, config, [&](const std::string& name, const kiln::graph::NativeTensor& native) {
+      const kiln::graph::Tensor t = kiln::graph::to_tensor(native);
+      // An f32 tensor in the graph's row order (q and k rows are reordered) is the mapped
+      // file's bytes, not a copy.
+      const GgufTensorInfo& info = *by_graph_name.at(name);
+      const bool rope_rows = name.find(".attn.q.") != std::string::npos ||
+                             name.find(".attn.k.") != std::string::npos;
+      CHECK(native.is_borrowed() == (info.type == GgmlType::F32 && !rope_rows));
+      if (native.is_borrowed()) {
+        CHECK(static_cast<const void*>(native.bytes().data()) == file.data(info).data());
+      }
       INFO(name);
       REQUIRE(written.weights.count(name) == 1);
       const std::vector<float>& want = written.weights.at(name);
@@ -294,7 +307,7 @@ std::string load_error(const std::string& path) {
   try {
     const GgufFile file(path);
     const auto config = llama_config(file.gguf(), 16);
-    load_llama_weights(file, config, [](const std::string&, kiln::graph::Tensor) {});
+    load_llama_weights(file, config, [](const std::string&, const kiln::graph::NativeTensor&) {});
   } catch (const UserError& e) {
     error = e.message();
   }

@@ -5,11 +5,13 @@
 // and its outputs are those of interpret_all, which keeps everything.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
 #include "graph/interpret.hpp"
 #include "graph/memory_estimate.hpp"
+#include "graph/native.hpp"
 #include "graph/nn.hpp"
 #include "graph/random_inputs.hpp"
 #include "graph/tensor.hpp"
@@ -104,10 +106,34 @@ TEST_CASE("memory: random_input makes one input alone, deterministically", "[gra
     CHECK(t.dtype == n.dtype);
     CHECK(static_cast<std::int64_t>(t.data.size()) == numel(t.shape));
     CHECK(random_input(g, id, dims, 7).data == t.data);
+    // The same values made directly in the input's own layout.
+    const NativeTensor native = random_native_input(g, id, dims, 7);
+    CHECK(native.shape() == t.shape);
+    CHECK(std::ranges::equal(native.bytes(), to_native(t).bytes()));
     for (double v : t.data) CHECK(v == round_to_dtype(v, n.dtype));
     if (n.name == "tokens") {  // token ids index the embedding table
       for (double v : t.data) CHECK((v >= 0 && v < 48));
     }
+  }
+}
+
+TEST_CASE("memory: random_native_input is random_input in every dtype's layout", "[graph]") {
+  GraphBuilder b;
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64,
+                  DType::U8, DType::Bool}) {
+    b.input("in_" + std::string(dtype_name(t)), {Expr(3), Expr::dim("n")}, t)
+        .output("out_" + std::string(dtype_name(t)));
+  }
+  const Graph& g = b.graph();
+  const DimValues dims{{"n", 37}};
+  for (NodeId id = 0; id < g.size(); ++id) {
+    if (g.node(id).op != Op::Input) continue;
+    INFO(g.node(id).name);
+    const NativeTensor native = random_native_input(g, id, dims, 3);
+    CHECK(native.dtype() == g.node(id).dtype);
+    CHECK(native.bytes().size() == 3 * 37 * dtype_size(native.dtype()));
+    CHECK(std::ranges::equal(native.bytes(), to_native(random_input(g, id, dims, 3)).bytes()));
+    CHECK(to_tensor(native).data == random_input(g, id, dims, 3).data);
   }
 }
 
@@ -176,4 +202,11 @@ TEST_CASE("memory: inputs that each fit but not together are refused, the larges
   CHECK(contains(error, "the model's inputs (as doubles) need " + std::to_string(both) + " bytes"));
   CHECK(contains(error, "the largest is input 'w1' [64, 64] with 32768 bytes"));
   CHECK(contains(error, "the model is too large"));
+  // In their own dtypes (f32 here) they need half as much.
+  CHECK_NOTHROW(check_native_inputs_memory(b.graph(), {}, both / 2));
+  const std::string native =
+      user_error_of([&] { check_native_inputs_memory(b.graph(), {}, both / 2 - 1); });
+  CHECK(contains(native, "the model's inputs (in their dtypes) need " + std::to_string(both / 2) +
+                             " bytes"));
+  CHECK(contains(native, "the largest is input 'w1' [64, 64] with 16384 bytes"));
 }

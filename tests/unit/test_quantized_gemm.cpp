@@ -10,7 +10,7 @@
 
 #include "graph/interpret.hpp"
 #include "graph/quantized.hpp"
-#include "runtime/native.hpp"
+#include "graph/native.hpp"
 #include "targets/gemm_reference.hpp"
 #include "targets/registry.hpp"
 
@@ -27,18 +27,18 @@ std::vector<double> run_call(runtime::Target& target, const runtime::LibraryCall
   runtime::Device& device = target.device();
   std::vector<void*> buffers;
   for (const auto& [values, dtype] : ins) {
-    std::vector<std::byte> bytes = runtime::to_native(*values, dtype);
+    std::vector<std::byte> bytes = graph::to_native(*values, dtype);
     void* p = device.allocate(bytes.size());
     device.upload(p, bytes.data(), bytes.size());
     buffers.push_back(p);
   }
-  std::vector<std::byte> c = runtime::to_native(std::vector<double>(c_size, -7.0), DType::F32);
+  std::vector<std::byte> c = graph::to_native(std::vector<double>(c_size, -7.0), DType::F32);
   buffers.push_back(device.allocate(c.size()));
   device.upload(buffers.back(), c.data(), c.size());
   device.call(call, buffers, {{"m", 1}});
   device.download(c.data(), buffers.back(), c.size());
   for (void* p : buffers) device.release(p);
-  return runtime::from_native(c.data(), c_size, DType::F32);
+  return graph::from_native(c.data(), c_size, DType::F32);
 }
 
 }  // namespace
