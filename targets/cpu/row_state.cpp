@@ -77,6 +77,63 @@ void plan_monoid(const Body& body, const NodeHomes& homes, RowStatePlan& plan) {
   plan.shared_combine.assign(shared.begin(), shared.end());
 }
 
+// Whether the reduction folds in blocks of keys (row_state.hpp): the online-softmax monoid in
+// f32 (its exps are the prelude's vector kiln_exp2f), its score the same for every column and
+// its weighted value not, and no per-column node reading a per-key shared one (those are
+// computed in the scores' loop, before the weights' loop that reads the per-column ones).
+bool folds_in_blocks(const Body& body, const RowStatePlan& plan) {
+  const Scalar& reduce = body.scalars()[plan.reduce];
+  const Monoid& m = body.monoids().at(reduce.slot);
+  if (m.name != "online_softmax" || m.elements != 2 || m.identity.size() != 3 ||
+      m.lift.size() != 3 || reduce.dtype != graph::DType::F32) {
+    return false;
+  }
+  if (plan.shared_element != std::vector<bool>{true, false} ||
+      plan.shared_state != std::vector<bool>{true, true, false}) {
+    return false;
+  }
+  const std::set<ScalarId> shared(plan.shared_nodes.begin(), plan.shared_nodes.end());
+  for (ScalarId n : plan.column_nodes) {
+    for (ScalarId a : body.scalars()[n].args) {
+      if (shared.count(a)) return false;
+    }
+  }
+  return true;
+}
+
+// Splits the shared nodes of a blocked fold into the inner reductions with what they read,
+// and the rest (row_state.hpp).
+void split_key_loops(const Body& body, RowStatePlan& plan) {
+  const std::vector<Scalar>& nodes = body.scalars();
+  const std::set<ScalarId> shared(plan.shared_nodes.begin(), plan.shared_nodes.end());
+  std::set<ScalarId> under, seen;
+  std::vector<ScalarId> stack;
+  for (ScalarId n : plan.shared_nodes) {
+    if (nodes[n].op == ScalarOp::Reduce) stack.push_back(n);
+  }
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    if (shared.count(id)) under.insert(id);
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  std::set<ScalarId> arrays;
+  const ScalarId score = nodes[plan.reduce].args[0];
+  if (under.count(score)) arrays.insert(score);
+  for (ScalarId n : plan.shared_nodes) {
+    if (under.count(n)) {
+      plan.key_reductions.push_back(n);
+      continue;
+    }
+    plan.key_elementwise.push_back(n);
+    for (ScalarId a : nodes[n].args) {
+      if (under.count(a)) arrays.insert(a);
+    }
+  }
+  plan.key_arrays.assign(arrays.begin(), arrays.end());
+}
+
 }  // namespace
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
@@ -122,6 +179,10 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     }
     plan.row_inputs.assign(inputs.begin(), inputs.end());
     plan_monoid(body, homes, plan);
+    if (folds_in_blocks(body, plan)) {
+      plan.key_block = kKeyBlock;
+      split_key_loops(body, plan);
+    }
     return plan;
   }
   return std::nullopt;
