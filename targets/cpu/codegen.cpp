@@ -617,7 +617,8 @@ class Renderer {
     const std::string log2e = literal(std::numbers::log2e, s.dtype);
     const std::string end = "ke" + id, start = "kb" + id, count = "kn" + id, key = "kj" + id;
     const std::string scores = "ks" + id, weights = "kw" + id, top = "kx" + id, nan = "kq" + id,
-                      real = "kr" + id, max = "km" + id, scale = "kc" + id, sum = "kt" + id;
+                      real = "kr" + id, max = "km" + id, scale = "kc" + id, sum = "kt" + id,
+                      masked = "kg" + id;
     const std::string r = "L_" + s.var;
     auto key_loop = [&](std::size_t at) {
       line(at, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
@@ -635,8 +636,29 @@ class Renderer {
         line(in, std::string(compute_type(nodes_[n].dtype)) + " kd" + std::to_string(n) + "[" +
                      block + "];");
       }
+      if (plan.key_guard) {
+        // The mask first: a masked key skips the reductions (row_state.hpp).
+        line(in, "unsigned char " + masked + "[" + block + "];");
+        line(in, "#pragma omp simd");
+        key_loop(in);
+        line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
+        for (ScalarId n : plan.guard_nodes) emit_node(n, in + 1);
+        const std::string g = value(*plan.key_guard, nullptr);
+        line(in + 1, masked + "[" + key + "] = " +
+                         (plan.guard_selects ? g + " == 0" : g + " == -__builtin_inff()") + ";");
+        line(in, "}");
+      }
       key_loop(in);
       line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
+      if (plan.key_guard) {
+        line(in + 1, "if (" + masked + "[" + key + "]) {");
+        for (ScalarId n : plan.key_arrays) {
+          line(in + 2, "kd" + std::to_string(n) + "[" + key + "] = " + literal(0, nodes_[n].dtype) +
+                           ";");
+        }
+        line(in + 2, "continue;");
+        line(in + 1, "}");
+      }
       for (ScalarId n : plan.key_reductions) emit_node(n, in + 1);
       for (ScalarId n : plan.key_arrays) {
         line(in + 1, "kd" + std::to_string(n) + "[" + key + "] = v" + std::to_string(n) + ";");
@@ -648,7 +670,9 @@ class Renderer {
     key_loop(in);
     line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
     for (ScalarId n : plan.key_elementwise) emit_node(n, in + 1);
-    line(in + 1, scores + "[" + key + "] = " + value(s.args[0], nullptr) + ";");
+    line(in + 1, scores + "[" + key + "] = " +
+                     (plan.key_guard ? masked + "[" + key + "] ? -__builtin_inff() : " : "") +
+                     value(s.args[0], nullptr) + ";");
     line(in, "}");
     for (ScalarId n : plan.key_arrays) renamed_.erase(n);
     // The new max: as emit_vector_max, OpenMP's max starts its lanes at the least finite value

@@ -2,6 +2,7 @@
 #include "targets/cpu/row_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace kiln::targets::cpu {
@@ -132,6 +133,47 @@ void split_key_loops(const Body& body, RowStatePlan& plan) {
     }
   }
   plan.key_arrays.assign(arrays.begin(), arrays.end());
+  if (plan.key_reductions.empty()) return;
+  // The mask that guards the reductions: an operand of the score free of them.
+  const Scalar& x = nodes[score];
+  const auto free_of_reductions = [&](ScalarId id) {
+    std::set<ScalarId> seen_here;
+    std::vector<ScalarId> todo{id};
+    while (!todo.empty()) {
+      const ScalarId n = todo.back();
+      todo.pop_back();
+      if (!seen_here.insert(n).second) continue;
+      if (under.count(n) || nodes[n].op == ScalarOp::Reduce) return false;
+      for (ScalarId a : nodes[n].args) todo.push_back(a);
+    }
+    return true;
+  };
+  const auto minus_inf = [&](ScalarId id) {
+    return nodes[id].op == ScalarOp::Const && std::isinf(nodes[id].value) && nodes[id].value < 0;
+  };
+  if (x.op == ScalarOp::Select && minus_inf(x.args[2]) && free_of_reductions(x.args[0])) {
+    plan.key_guard = x.args[0];
+    plan.guard_selects = true;
+  } else if (x.op == ScalarOp::Add) {
+    for (ScalarId g : x.args) {
+      if (free_of_reductions(g) && !free_of_reductions(x.args[0] == g ? x.args[1] : x.args[0])) {
+        plan.key_guard = g;
+      }
+    }
+  }
+  if (!plan.key_guard) return;
+  // The shared nodes the guard reads (the others are computed outside the key loops).
+  std::set<ScalarId> reads;
+  std::vector<ScalarId> todo{*plan.key_guard};
+  while (!todo.empty()) {
+    const ScalarId n = todo.back();
+    todo.pop_back();
+    if (!reads.insert(n).second) continue;
+    for (ScalarId a : nodes[n].args) todo.push_back(a);
+  }
+  for (ScalarId n : plan.key_elementwise) {
+    if (reads.count(n)) plan.guard_nodes.push_back(n);
+  }
 }
 
 }  // namespace

@@ -78,6 +78,14 @@ struct RowStatePlan {
   std::vector<graph::ScalarId> key_reductions;
   std::vector<graph::ScalarId> key_elementwise;
   std::vector<graph::ScalarId> key_arrays;
+  // Where the score is select(c, e, -inf) or e + g with c or g free of the inner reductions
+  // (a mask): `key_guard` is c or g, computed first for the block (with `guard_nodes`, the
+  // shared nodes it reads); a key it masks (c == 0, g == -inf) skips the inner reductions and
+  // scores -inf, which is exact for the select, and for the sum wherever e is finite (the
+  // reductions of finite inputs).
+  std::optional<graph::ScalarId> key_guard;
+  bool guard_selects = false;
+  std::vector<graph::ScalarId> guard_nodes;
 };
 
 // The row-state plan for `body`, or nothing where it does not pay or does not apply: the

@@ -274,6 +274,21 @@ TEST_CASE("cpu row state: in blocks of keys, the online softmax rescales once pe
   const std::size_t rescale = code.find("a" + id + "_2[L_" + plan->column_var + "] *= kc" + id + ";");
   CHECK(rescale > blocks);
   CHECK(rescale < weighted);
+  // The causal select guards q.k: a key it masks skips the dot product and scores -inf.
+  REQUIRE(plan->key_guard);
+  CHECK(plan->guard_selects);
+  CHECK(contains(code, "if (kg" + id + "[kj" + id + "]) {"));
+  CHECK(contains(code, "ks" + id + "[kj" + id + "] = kg" + id + "[kj" + id + "] ? -__builtin_inff() : "));
+  // An additive mask guards it too (the mask's -inf), and no mask guards nothing.
+  for (ScoreMask mask : {ScoreMask::Input, ScoreMask::None}) {
+    const Body other = kiln::testing::attention_body({16, 32, mask, true});
+    const std::optional<targets::cpu::RowStatePlan> p =
+        targets::cpu::plan_row_state(other, targets::NodeHomes(other));
+    REQUIRE(p);
+    CHECK(p->key_block == targets::cpu::kKeyBlock);
+    CHECK(p->key_guard.has_value() == (mask == ScoreMask::Input));
+    CHECK(!p->guard_selects);
+  }
 }
 
 TEST_CASE("cpu row state: the column loop inside the key loop vectorizes, and in blocks of keys "
