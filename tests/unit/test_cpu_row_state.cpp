@@ -1,9 +1,12 @@
 // targets/cpu: row-state reductions (row_state.hpp). Attention-shaped Bodies -- the online-
 // softmax monoid (three state components), a plain sum over a c-invariant inner reduction
 // (a fused matmul chain), causal and -inf masked rows -- compiled once and run at several
-// values of their symbolic dims agree with the Body interpreter; the generated code has the
-// row-state shape (state arrays, the shared work and the rescaling once per key, the column
-// loop vectorized); Bodies where it does not pay or apply keep the plain form.
+// values of their symbolic dims (below, at and past the key block, ragged) on one and two
+// threads agree with the Body interpreter, the online softmax both in blocks of keys and key
+// by key; the generated code has the row-state shape (state arrays, the shared work once per
+// key, the rescaling once per key or per block, the column, max and weights' loops
+// vectorized, masked keys skipping q.k); Bodies where it does not pay or apply keep the
+// plain form.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
