@@ -6,9 +6,9 @@
 // Hidden ([.]): it fails today. The rules build the one-pass Kernel (tests/rules/
 // fusion_online_softmax.egg, and `kiln check-rules` on the example), and the CPU target folds
 // it in blocks of keys, but it still measures 1.3-1.4x slower than Gemm, Softmax and Gemm
-// (each query row streams all of K and V; see docs/compiler.md, Online softmax), so the search
-// rightly keeps the scores. Run it with `kiln_compiler_tests "[acceptance]"` (about 2 min)
-// once row tiles exist.
+// (one q.k reduction per key, each query row reading all of K and V; see docs/compiler.md,
+// Online softmax), so the search rightly keeps the scores. Run it with
+// `kiln_compiler_tests "[acceptance]"` (about 2 min) once the kernel is faster.
 #include <catch2/catch.hpp>
 
 #include <cmath>
