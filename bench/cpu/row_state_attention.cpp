@@ -1,11 +1,12 @@
 // Row-state code generation (targets/cpu/row_state.hpp) on an attention-shaped Body: the
 // online-softmax reduction over keys, its scores an inner reduction over the head dim, causal
 // through a select on j <= i, loops (head, i, c) with c the head dim. The same Body is rendered
-// both ways -- row state (scores once per key) and plain (scores once per key and column) --
-// compiled, checked against each other and timed side by side, alternating, on the calling
-// given thread count; prints one line per seq (the plain form only up to plain_max: it does
-// 64 times the score work, seconds a run at seq 1024):
-//   seq <n> row_state_ms <median> [plain_ms <median> max_abs_diff <d>]
+// three ways -- row state folded in blocks of keys (what the code generator chooses), row state
+// key by key, and plain (scores once per key and column) -- compiled, checked against each
+// other and timed side by side, alternating, on the given thread count; prints one line per
+// seq (the plain form only up to plain_max: it does 64 times the score work, seconds a run at
+// seq 1024):
+//   seq <n> row_state_ms <median> keywise_ms <median> [plain_ms <median>] max_abs_diff <d>
 //   row_state_attention [threads (1)] [runs (5)] [plain_max (1024)] [seq ...] (512 1024 2048)
 // Heads 8, head dim 64.
 #include <algorithm>
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
   const testing::AttentionShape shape{kHeadDim, kHeadDim, testing::ScoreMask::Causal, true};
   const graph::Body body = testing::attention_body(shape);
   const std::vector<targets::cpu::KernelSource> sources = {
-      targets::cpu::render_kernel(body), targets::cpu::render_kernel(body, {.row_state = false})};
+      targets::cpu::render_kernel(body), targets::cpu::render_kernel(body, {.key_blocks = false}),
+      targets::cpu::render_kernel(body, {.row_state = false})};
   targets::cpu::JitCompiler jit;
   targets::cpu::load_thread_pool(jit);
   targets::cpu::set_threads(threads);
@@ -72,33 +74,33 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> value(-2.0f, 2.0f);
   for (long long seq : seqs) {
     const auto n = static_cast<std::size_t>(kHeads * seq * kHeadDim);
-    std::vector<float> q(n), k(n), v(n), row_state(n), plain(n);
+    std::vector<float> q(n), k(n), v(n);
     for (std::vector<float>* x : {&q, &k, &v}) {
       for (float& e : *x) e = value(rng);
     }
-    std::vector<void*> a = {q.data(), k.data(), v.data(), row_state.data()};
-    std::vector<void*> b = {q.data(), k.data(), v.data(), plain.data()};
+    std::vector<std::vector<float>> outputs(kernels.size(), std::vector<float>(n));
+    std::vector<std::vector<void*>> buffers;
+    for (std::vector<float>& out : outputs) buffers.push_back({q.data(), k.data(), v.data(), out.data()});
     std::vector<long long> dims;  // heads, seq: body_dims order
     for (const std::string& d : sources[0].dims) dims.push_back(d == "heads" ? kHeads : seq);
-    const bool both = seq <= plain_max;
-    std::vector<double> ta, tb;
+    const std::size_t forms = seq <= plain_max ? kernels.size() : kernels.size() - 1;
+    std::vector<std::vector<double>> times(forms);
     for (int r = 0; r <= runs; ++r) {  // the first pass warms up
-      const double x = seconds_of(kernels[0], a, dims);
-      const double y = both ? seconds_of(kernels[1], b, dims) : 0.0;
-      if (r > 0) {
-        ta.push_back(x);
-        tb.push_back(y);
+      for (std::size_t f = 0; f < forms; ++f) {
+        const double t = seconds_of(kernels[f], buffers[f], dims);
+        if (r > 0) times[f].push_back(t);
       }
     }
-    std::printf("seq %lld row_state_ms %.3f", seq, median(ta) * 1e3);
-    if (both) {
-      double diff = 0.0;
+    std::printf("seq %lld row_state_ms %.3f keywise_ms %.3f", seq, median(times[0]) * 1e3,
+                median(times[1]) * 1e3);
+    if (forms == kernels.size()) std::printf(" plain_ms %.3f", median(times[2]) * 1e3);
+    double diff = 0.0;
+    for (std::size_t f = 1; f < forms; ++f) {
       for (std::size_t e = 0; e < n; ++e) {
-        diff = std::max(diff, static_cast<double>(std::fabs(row_state[e] - plain[e])));
+        diff = std::max(diff, static_cast<double>(std::fabs(outputs[0][e] - outputs[f][e])));
       }
-      std::printf(" plain_ms %.3f max_abs_diff %.3g", median(tb) * 1e3, diff);
     }
-    std::printf("\n");
+    std::printf(" max_abs_diff %.3g\n", diff);
     std::fflush(stdout);
   }
   return 0;

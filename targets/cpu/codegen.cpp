@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <numbers>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -162,7 +163,8 @@ class Renderer {
   Renderer(const Body& body, const RenderOptions& options)
       : body_(body), nodes_(body.scalars()), homes_(body) {
     if (options.row_state) row_state_ = plan_row_state(body, homes_);
-    symbol_suffix_ = options.row_state ? "" : "_plain";
+    if (row_state_ && !options.key_blocks) row_state_->key_block = 0;
+    symbol_suffix_ = !options.row_state ? "_plain" : !options.key_blocks ? "_keywise" : "";
   }
 
   KernelSource render() {
@@ -519,7 +521,8 @@ class Renderer {
     const Monoid& m = body_.monoids().at(s.slot);
     const std::string columns = std::to_string(plan.columns);
     line(indent, "// row state of %" + std::to_string(plan.reduce) + ": every " + plan.column_var +
-                     " < " + columns + " at once");
+                     " < " + columns + " at once" +
+                     (plan.key_block ? ", keys in blocks of " + std::to_string(plan.key_block) : ""));
     if (!plan.row_inputs.empty()) {
       for (ScalarId id : plan.row_inputs) {
         line(indent, std::string(compute_type(nodes_[id].dtype)) + " p" + std::to_string(id) +
@@ -555,22 +558,11 @@ class Renderer {
       }
       line(indent, "}");
     }
-    // for r { shared nodes ; shared fold step ; for c { column nodes ; column fold step } }
-    const std::string r = "L_" + s.var;
-    line(indent, "for (kiln_i64 " + r + " = 0; " + r + " < " + expr(s.extent) + "; ++" + r +
-                     ") {");
-    for (ScalarId id : plan.shared_nodes) emit_node(id, indent + 1);
-    std::map<std::size_t, std::string> pair;
-    emit_row_fold_step(plan, true, pair, indent + 1);
-    open_column_loop(plan, plan.column_nodes, indent + 1);
-    for (ScalarId id : plan.column_nodes) emit_node(id, indent + 2);
-    emit_row_fold_step(plan, false, pair, indent + 2);
-    line(indent + 1, "}");
-    shared_combine_.clear();
-    for (std::size_t k = 0; k < m.identity.size(); ++k) {
-      if (plan.shared_state[k]) line(indent + 1, row_state(plan, k) + " = " + folded(plan, k) + ";");
+    if (plan.key_block) {
+      emit_blocked_fold(plan, indent);
+    } else {
+      emit_keywise_fold(plan, indent);
     }
-    line(indent, "}");
     // Finalize, the rest of the value and the store, for every column.
     std::vector<ScalarId> rest;
     for (ScalarId id : homes_.homed(body_.loops().size())) {
@@ -590,6 +582,143 @@ class Renderer {
     emit_store(indent + 1);
     line(indent, "}");
     renamed_.clear();
+  }
+
+  // The row-state fold key by key: for r { shared nodes ; shared fold step ; for c { column
+  // nodes ; column fold step } }.
+  void emit_keywise_fold(const RowStatePlan& plan, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const Monoid& m = body_.monoids().at(s.slot);
+    const std::string r = "L_" + s.var;
+    line(indent, "for (kiln_i64 " + r + " = 0; " + r + " < " + expr(s.extent) + "; ++" + r +
+                     ") {");
+    for (ScalarId id : plan.shared_nodes) emit_node(id, indent + 1);
+    std::map<std::size_t, std::string> pair;
+    emit_row_fold_step(plan, true, pair, indent + 1);
+    open_column_loop(plan, plan.column_nodes, indent + 1);
+    for (ScalarId id : plan.column_nodes) emit_node(id, indent + 2);
+    emit_row_fold_step(plan, false, pair, indent + 2);
+    line(indent + 1, "}");
+    shared_combine_.clear();
+    for (std::size_t k = 0; k < m.identity.size(); ++k) {
+      if (plan.shared_state[k]) line(indent + 1, row_state(plan, k) + " = " + folded(plan, k) + ";");
+    }
+    line(indent, "}");
+  }
+
+  // The online softmax folded in blocks of keys (row_state.hpp): per block, the scores into an
+  // array, their max and exps in vectorized loops, one rescale of the state, then the weighted
+  // values added column-vectorized. The state is (m, l, a[c]): row_state(plan, 0..2).
+  void emit_blocked_fold(const RowStatePlan& plan, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const std::string id = std::to_string(plan.reduce);
+    const std::string block = std::to_string(plan.key_block);
+    const std::string m = row_state(plan, 0), l = row_state(plan, 1), a = row_state(plan, 2);
+    const std::string log2e = literal(std::numbers::log2e, s.dtype);
+    const std::string end = "ke" + id, start = "kb" + id, count = "kn" + id, key = "kj" + id;
+    const std::string scores = "ks" + id, weights = "kw" + id, top = "kx" + id, nan = "kq" + id,
+                      real = "kr" + id, max = "km" + id, scale = "kc" + id, sum = "kt" + id,
+                      masked = "kg" + id;
+    const std::string r = "L_" + s.var;
+    auto key_loop = [&](std::size_t at) {
+      line(at, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    };
+    line(indent, "const kiln_i64 " + end + " = " + expr(s.extent) + ";");
+    line(indent, "for (kiln_i64 " + start + " = 0; " + start + " < " + end + "; " + start +
+                     " += " + block + ") {");
+    const std::size_t in = indent + 1;
+    line(in, "const kiln_i64 " + count + " = kiln_imin(" + block + ", " + end + " - " + start +
+                 ");");
+    // The block's scores: the inner reductions into arrays, then the rest, vectorized.
+    line(in, "float " + scores + "[" + block + "];");
+    if (!plan.key_reductions.empty()) {
+      for (ScalarId n : plan.key_arrays) {
+        line(in, std::string(compute_type(nodes_[n].dtype)) + " kd" + std::to_string(n) + "[" +
+                     block + "];");
+      }
+      if (plan.key_guard) {
+        // The mask first: a masked key skips the reductions (row_state.hpp).
+        line(in, "unsigned char " + masked + "[" + block + "];");
+        line(in, "#pragma omp simd");
+        key_loop(in);
+        line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
+        for (ScalarId n : plan.guard_nodes) emit_node(n, in + 1);
+        const std::string g = value(*plan.key_guard, nullptr);
+        line(in + 1, masked + "[" + key + "] = " +
+                         (plan.guard_selects ? g + " == 0" : g + " == -__builtin_inff()") + ";");
+        line(in, "}");
+      }
+      key_loop(in);
+      line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
+      if (plan.key_guard) {
+        line(in + 1, "if (" + masked + "[" + key + "]) {");
+        for (ScalarId n : plan.key_arrays) {
+          line(in + 2, "kd" + std::to_string(n) + "[" + key + "] = " + literal(0, nodes_[n].dtype) +
+                           ";");
+        }
+        line(in + 2, "continue;");
+        line(in + 1, "}");
+      }
+      for (ScalarId n : plan.key_reductions) emit_node(n, in + 1);
+      for (ScalarId n : plan.key_arrays) {
+        line(in + 1, "kd" + std::to_string(n) + "[" + key + "] = v" + std::to_string(n) + ";");
+      }
+      line(in, "}");
+      for (ScalarId n : plan.key_arrays) renamed_[n] = "kd" + std::to_string(n) + "[" + key + "]";
+    }
+    line(in, "#pragma omp simd");
+    key_loop(in);
+    line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
+    for (ScalarId n : plan.key_elementwise) emit_node(n, in + 1);
+    line(in + 1, scores + "[" + key + "] = " +
+                     (plan.key_guard ? masked + "[" + key + "] ? -__builtin_inff() : " : "") +
+                     value(s.args[0], nullptr) + ";");
+    line(in, "}");
+    for (ScalarId n : plan.key_arrays) renamed_.erase(n);
+    // The new max: as emit_vector_max, OpenMP's max starts its lanes at the least finite value
+    // and drops NaN, so NaN and elements above -inf are counted and the result fixed after.
+    line(in, "float " + top + " = -__builtin_inff();");
+    line(in, "long long " + nan + " = 0, " + real + " = 0;");
+    line(in, "#pragma omp simd reduction(max: " + top + ") reduction(+: " + nan + ", " + real + ")");
+    key_loop(in);
+    line(in + 1, "const float e = " + scores + "[" + key + "];");
+    line(in + 1, top + " = e > " + top + " ? e : " + top + ";");
+    line(in + 1, nan + " += e != e;");
+    line(in + 1, real + " += e > -__builtin_inff();");
+    line(in, "}");
+    line(in, "const float " + max + " = " + nan + " ? __builtin_nanf(\"\") : (" + real +
+                 " ? kiln_fmaxf(" + m + ", " + top + ") : " + m + ");");
+    // A block whose scores are all -inf after a finite max weighs every key 0 and rescales by
+    // 1: it changes nothing, and its values are not read (a causal mask's blocks past the row).
+    line(in, "if (!" + nan + " && !" + real + " && " + m + " > -__builtin_inff()) continue;");
+    // The weights, and the monoid's rescale of the old state (1 where it holds the max).
+    line(in, "const float " + scale + " = " + m + " < " + max + " ? kiln_exp2f((" + m + " - " +
+                 max + ") * " + log2e + ") : 1.0f;");
+    line(in, "float " + weights + "[" + block + "];");
+    line(in, "float " + sum + " = 0.0f;");
+    line(in, "#pragma omp simd reduction(+: " + sum + ")");
+    key_loop(in);
+    line(in + 1, "const float e = " + scores + "[" + key + "];");
+    line(in + 1, "const float w = e < " + max + " ? kiln_exp2f((e - " + max + ") * " + log2e +
+                     ") : 1.0f;");
+    line(in + 1, weights + "[" + key + "] = w;");
+    line(in + 1, sum + " += w;");
+    line(in, "}");
+    line(in, l + " = " + l + " * " + scale + " + " + sum + ";");
+    open_column_loop(plan, {}, in);
+    line(in + 1, a + " *= " + scale + ";");
+    line(in, "}");
+    // The weighted values.
+    key_loop(in);
+    line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
+    line(in + 1, "const float w = " + weights + "[" + key + "];");
+    open_column_loop(plan, plan.column_nodes, in + 1);
+    for (ScalarId n : plan.column_nodes) emit_node(n, in + 2);
+    line(in + 2, a + " += w * " + value(s.args[1], nullptr) + ";");
+    line(in + 1, "}");
+    line(in, "}");
+    line(in, m + " = " + max + ";");
+    line(indent, "}");
   }
 
   // One step of the row-state fold: the lifts and new state components of the shared parts

@@ -19,7 +19,9 @@
 // - A reduction inside an innermost output loop of small constant extent whose elements do
 //   work that does not depend on that loop (attention's scores, reduced over keys for every
 //   column of the head dim) is folded for all columns at once, its state in arrays
-//   (row_state.hpp): the shared work runs once per element, not once per column.
+//   (row_state.hpp): the shared work runs once per element, not once per column. The online
+//   softmax is then folded in blocks of keys: a block's scores, max and exps in vectorized
+//   loops, one rescale of the state per block.
 // - Arithmetic is in the node's dtype; f16 and bf16 compute in float and round at each node
 //   as the reference does. Float-to-integer casts saturate (NaN gives 0), an integer modulus by
 //   0 gives 0, and a dynamic row out of range reads NaN (0 for integers): a kernel never traps.
@@ -46,6 +48,9 @@ struct RenderOptions {
   // Fold eligible reductions for every column at once (row_state.hpp). Off: the plain form,
   // for benchmarks that compare the two; its symbol gets the suffix `_plain`.
   bool row_state = true;
+  // Fold a row-state online softmax in blocks of keys (row_state.hpp). Off: key by key, for
+  // the tests and benchmarks that compare the two; its symbol gets the suffix `_keywise`.
+  bool key_blocks = true;
 };
 
 // The C++ source of `body`.

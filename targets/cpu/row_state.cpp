@@ -2,6 +2,7 @@
 #include "targets/cpu/row_state.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace kiln::targets::cpu {
@@ -77,6 +78,104 @@ void plan_monoid(const Body& body, const NodeHomes& homes, RowStatePlan& plan) {
   plan.shared_combine.assign(shared.begin(), shared.end());
 }
 
+// Whether the reduction folds in blocks of keys (row_state.hpp): the online-softmax monoid in
+// f32 (its exps are the prelude's vector kiln_exp2f), its score the same for every column and
+// its weighted value not, and no per-column node reading a per-key shared one (those are
+// computed in the scores' loop, before the weights' loop that reads the per-column ones).
+bool folds_in_blocks(const Body& body, const RowStatePlan& plan) {
+  const Scalar& reduce = body.scalars()[plan.reduce];
+  const Monoid& m = body.monoids().at(reduce.slot);
+  if (m.name != "online_softmax" || m.elements != 2 || m.identity.size() != 3 ||
+      m.lift.size() != 3 || reduce.dtype != graph::DType::F32) {
+    return false;
+  }
+  if (plan.shared_element != std::vector<bool>{true, false} ||
+      plan.shared_state != std::vector<bool>{true, true, false}) {
+    return false;
+  }
+  const std::set<ScalarId> shared(plan.shared_nodes.begin(), plan.shared_nodes.end());
+  for (ScalarId n : plan.column_nodes) {
+    for (ScalarId a : body.scalars()[n].args) {
+      if (shared.count(a)) return false;
+    }
+  }
+  return true;
+}
+
+// Splits the shared nodes of a blocked fold into the inner reductions with what they read,
+// and the rest (row_state.hpp).
+void split_key_loops(const Body& body, RowStatePlan& plan) {
+  const std::vector<Scalar>& nodes = body.scalars();
+  const std::set<ScalarId> shared(plan.shared_nodes.begin(), plan.shared_nodes.end());
+  std::set<ScalarId> under, seen;
+  std::vector<ScalarId> stack;
+  for (ScalarId n : plan.shared_nodes) {
+    if (nodes[n].op == ScalarOp::Reduce) stack.push_back(n);
+  }
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    if (shared.count(id)) under.insert(id);
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  std::set<ScalarId> arrays;
+  const ScalarId score = nodes[plan.reduce].args[0];
+  if (under.count(score)) arrays.insert(score);
+  for (ScalarId n : plan.shared_nodes) {
+    if (under.count(n)) {
+      plan.key_reductions.push_back(n);
+      continue;
+    }
+    plan.key_elementwise.push_back(n);
+    for (ScalarId a : nodes[n].args) {
+      if (under.count(a)) arrays.insert(a);
+    }
+  }
+  plan.key_arrays.assign(arrays.begin(), arrays.end());
+  if (plan.key_reductions.empty()) return;
+  // The mask that guards the reductions: an operand of the score free of them.
+  const Scalar& x = nodes[score];
+  const auto free_of_reductions = [&](ScalarId id) {
+    std::set<ScalarId> seen_here;
+    std::vector<ScalarId> todo{id};
+    while (!todo.empty()) {
+      const ScalarId n = todo.back();
+      todo.pop_back();
+      if (!seen_here.insert(n).second) continue;
+      if (under.count(n) || nodes[n].op == ScalarOp::Reduce) return false;
+      for (ScalarId a : nodes[n].args) todo.push_back(a);
+    }
+    return true;
+  };
+  const auto minus_inf = [&](ScalarId id) {
+    return nodes[id].op == ScalarOp::Const && std::isinf(nodes[id].value) && nodes[id].value < 0;
+  };
+  if (x.op == ScalarOp::Select && minus_inf(x.args[2]) && free_of_reductions(x.args[0])) {
+    plan.key_guard = x.args[0];
+    plan.guard_selects = true;
+  } else if (x.op == ScalarOp::Add) {
+    for (ScalarId g : x.args) {
+      if (free_of_reductions(g) && !free_of_reductions(x.args[0] == g ? x.args[1] : x.args[0])) {
+        plan.key_guard = g;
+      }
+    }
+  }
+  if (!plan.key_guard) return;
+  // The shared nodes the guard reads (the others are computed outside the key loops).
+  std::set<ScalarId> reads;
+  std::vector<ScalarId> todo{*plan.key_guard};
+  while (!todo.empty()) {
+    const ScalarId n = todo.back();
+    todo.pop_back();
+    if (!reads.insert(n).second) continue;
+    for (ScalarId a : nodes[n].args) todo.push_back(a);
+  }
+  for (ScalarId n : plan.key_elementwise) {
+    if (reads.count(n)) plan.guard_nodes.push_back(n);
+  }
+}
+
 }  // namespace
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
@@ -122,6 +221,10 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     }
     plan.row_inputs.assign(inputs.begin(), inputs.end());
     plan_monoid(body, homes, plan);
+    if (folds_in_blocks(body, plan)) {
+      plan.key_block = kKeyBlock;
+      split_key_loops(body, plan);
+    }
     return plan;
   }
   return std::nullopt;

@@ -16,6 +16,21 @@
 // the same for every c (the online softmax's running max and sum): it stays one scalar,
 // updated once per r, and so do the parts of the other components' combine that read only
 // shared values (the rescaling exp2 terms). This is generic over the Monoid.
+//
+// The online-softmax monoid (graph/monoid_online_softmax.hpp) is folded in blocks of keys
+// instead (a split reduction: the Body is unchanged, this is how the CPU renders its Reduce),
+// so that its per-key work is no longer a chain of scalar exp2 through the running max:
+//
+//   for each block of B keys (the last one ragged) {
+//     x[jj] = the block's scores                              (shared nodes, per key)
+//     m' = max(m, max_jj x[jj]) ; p[jj] = x[jj] < m' ? e^(x[jj] - m') : 1     (vectorized)
+//     s = e^(m - m') where m < m', else 1 ; l = l * s + sum p ; a[c] *= s      (once a block)
+//     for jj { for c < E { a[c] += p[jj] * y_jj[c] } }                        (vectorized)
+//     m = m'
+//   }
+//
+// The selects are the monoid's own (a state or element equal to the max keeps scale 1), so a
+// block, or a prefix, that is all -inf gives what the key-by-key fold gives, never inf - inf.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +50,9 @@ constexpr std::int64_t kMaxRowStateColumns = 256;
 // for it: a vector's width. Fewer fill no vector, and the plain form's reduction loop
 // vectorizes instead.
 constexpr std::int64_t kMinColumnsForSharedLoads = 8;
+// Keys per block of the blocked online-softmax fold: the scores, exps and weights of a block
+// are stack arrays of this many floats, a few vectors wide.
+constexpr std::int64_t kKeyBlock = 32;
 
 struct RowStatePlan {
   graph::ScalarId reduce = 0;        // the Reduce folded for every column at once
@@ -51,6 +69,23 @@ struct RowStatePlan {
   // Non-trivial nodes of the combine expressions that read only shared parameters: computed
   // once per r (the online softmax's new max and rescaling factors), by id.
   std::vector<graph::ScalarId> shared_combine;
+  // Keys per block where the reduction is the online softmax folded in blocks (see above), 0
+  // where it is folded key by key.
+  std::int64_t key_block = 0;
+  // In blocks, the shared nodes in two loops over a block's keys: the inner reductions (q.k)
+  // and what they read, then the rest (the mask, the scale), in a loop of its own so that it
+  // vectorizes; of the first, the nodes the second or the score reads (kept in arrays). By id.
+  std::vector<graph::ScalarId> key_reductions;
+  std::vector<graph::ScalarId> key_elementwise;
+  std::vector<graph::ScalarId> key_arrays;
+  // Where the score is select(c, e, -inf) or e + g with c or g free of the inner reductions
+  // (a mask): `key_guard` is c or g, computed first for the block (with `guard_nodes`, the
+  // shared nodes it reads); a key it masks (c == 0, g == -inf) skips the inner reductions and
+  // scores -inf, which is exact for the select, and for the sum wherever e is finite (the
+  // reductions of finite inputs).
+  std::optional<graph::ScalarId> key_guard;
+  bool guard_selects = false;
+  std::vector<graph::ScalarId> guard_nodes;
 };
 
 // The row-state plan for `body`, or nothing where it does not pay or does not apply: the

@@ -1,9 +1,12 @@
 // targets/cpu: row-state reductions (row_state.hpp). Attention-shaped Bodies -- the online-
 // softmax monoid (three state components), a plain sum over a c-invariant inner reduction
 // (a fused matmul chain), causal and -inf masked rows -- compiled once and run at several
-// values of their symbolic dims agree with the Body interpreter; the generated code has the
-// row-state shape (state arrays, the shared work and the rescaling once per key, the column
-// loop vectorized); Bodies where it does not pay or apply keep the plain form.
+// values of their symbolic dims (below, at and past the key block, ragged) on one and two
+// threads agree with the Body interpreter, the online softmax both in blocks of keys and key
+// by key; the generated code has the row-state shape (state arrays, the shared work once per
+// key, the rescaling once per key or per block, the column, max and weights' loops
+// vectorized, masked keys skipping q.k); Bodies where it does not pay or apply keep the
+// plain form.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -22,6 +25,7 @@
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
 #include "targets/cpu/row_state.hpp"
+#include "targets/cpu/threads.hpp"
 #include "targets/node_homes.hpp"
 #include "tests/unit/body_cases.hpp"
 #include "tests/unit/row_state_bodies.hpp"
@@ -86,42 +90,66 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"online softmax f16", {8, 16, ScoreMask::Causal, true}, DType::F16},
       {"online softmax bf16", {8, 16, ScoreMask::Input, true}, DType::BF16},
   };
+  // Each Body rendered as chosen (f32 online softmax: in blocks of keys) and key by key.
   std::vector<Body> bodies;
   std::vector<targets::cpu::KernelSource> sources;
   for (const Variant& v : variants) {
     bodies.push_back(kiln::testing::attention_body(v.shape, v.dtype));
-    sources.push_back(targets::cpu::render_kernel(bodies.back()));
-    INFO(v.label << "\n" << sources.back().code);
-    CHECK(contains(sources.back().code, "// row state of %"));
+    for (bool blocks : {true, false}) {
+      sources.push_back(targets::cpu::render_kernel(bodies.back(), {.key_blocks = blocks}));
+      INFO(v.label << "\n" << sources.back().code);
+      CHECK(contains(sources.back().code, "// row state of %"));
+      const bool blocked = v.shape.softmax && v.dtype == DType::F32 && blocks;
+      CHECK(contains(sources.back().code, ", keys in blocks of ") == blocked);
+    }
   }
   const auto cache = fresh_dir("row-state");
   targets::cpu::JitCompiler jit(cache);
+  targets::cpu::load_thread_pool(jit);
   const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
   std::mt19937 rng(11);
   for (std::size_t v = 0; v < variants.size(); ++v) {
-    REQUIRE(kernels[v].fn != nullptr);
+    // seq around the key block: below it, ragged, a multiple, ragged past two blocks.
     for (std::int64_t heads : {1, 3}) {
-      for (std::int64_t seq : {1, 2, 7, 33}) {
+      for (std::int64_t seq : {1, 2, 7, 33, 64, 75}) {
+        if (heads > 1 && seq > 33) continue;  // the interpreter's time
         const kiln::testing::BodyCase c = kiln::testing::attention_case(
             variants[v].label, bodies[v], variants[v].shape, heads, seq, rng);
-        INFO(c.label << "\n" << sources[v].code);
         const std::vector<double> expected = kiln::testing::expected_output(c);
-        const std::vector<double> got = run(kernels[v], sources[v], c);
-        REQUIRE(got.size() == expected.size());
-        // Half types: both round every node, but the score's reduction vectorizes (another
-        // summation order), and a last-place difference there moves the weights.
-        const double tolerance = variants[v].dtype == DType::F32 ? 2e-5 : 4 * kiln::testing::case_tolerance(variants[v].dtype);
-        std::size_t wrong = 0, first = 0;
-        for (std::size_t e = 0; e < got.size(); ++e) {
-          const bool same = got[e] == expected[e] ||
-                            std::fabs(got[e] - expected[e]) <= tolerance * (1.0 + std::fabs(expected[e]));
-          if (!same && wrong++ == 0) first = e;
+        for (int threads : {1, 2}) {
+          targets::cpu::set_threads(threads);
+          std::vector<std::vector<double>> outputs;
+          for (std::size_t form = 0; form < 2; ++form) {
+            const std::size_t k = 2 * v + form;
+            REQUIRE(kernels[k].fn != nullptr);
+            INFO(c.label << " threads=" << threads << "\n" << sources[k].code);
+            outputs.push_back(run(kernels[k], sources[k], c));
+            const std::vector<double>& got = outputs.back();
+            REQUIRE(got.size() == expected.size());
+            // Half types: both round every node, but the score's reduction vectorizes (another
+            // summation order), and a last-place difference there moves the weights.
+            const double tolerance = variants[v].dtype == DType::F32 ? 2e-5 : 4 * kiln::testing::case_tolerance(variants[v].dtype);
+            std::size_t wrong = 0, first = 0;
+            for (std::size_t e = 0; e < got.size(); ++e) {
+              const bool same = got[e] == expected[e] ||
+                                std::fabs(got[e] - expected[e]) <= tolerance * (1.0 + std::fabs(expected[e]));
+              if (!same && wrong++ == 0) first = e;
+            }
+            INFO("first wrong element " << first << ": " << got[first] << " vs " << expected[first]);
+            CHECK(wrong == 0);
+          }
+          // The blocked and the key-by-key fold agree with each other too (no NaN in either).
+          std::size_t apart = 0;
+          for (std::size_t e = 0; e < outputs[0].size(); ++e) {
+            apart += !(std::fabs(outputs[0][e] - outputs[1][e]) <= 4e-5 * (1.0 + std::fabs(outputs[1][e])));
+          }
+          INFO(c.label << " threads=" << threads);
+          CHECK(apart == 0);
         }
-        INFO("first wrong element " << first << ": " << got[first] << " vs " << expected[first]);
-        CHECK(wrong == 0);
       }
     }
   }
+  targets::cpu::set_threads(0);
   std::filesystem::remove_all(cache);
 }
 
@@ -182,7 +210,8 @@ TEST_CASE("cpu row state: row inputs, a second reduction and work after the redu
   std::filesystem::remove_all(cache);
 }
 
-TEST_CASE("cpu row state: the online softmax keeps max and sum scalar, rescales once per key",
+TEST_CASE("cpu row state: key by key, the online softmax keeps max and sum scalar, rescales "
+          "once per key",
           "[cpu][row-state]") {
   const Body body = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true});
   const targets::NodeHomes homes(body);
@@ -196,8 +225,9 @@ TEST_CASE("cpu row state: the online softmax keeps max and sum scalar, rescales 
   CHECK(plan->row_inputs.empty());
   CHECK(!plan->shared_nodes.empty());  // the score reduction, the mask
   CHECK(!plan->shared_combine.empty());
+  CHECK(plan->key_block == targets::cpu::kKeyBlock);
 
-  const std::string code = targets::cpu::render_kernel(body).code;
+  const std::string code = targets::cpu::render_kernel(body, {.key_blocks = false}).code;
   INFO(code);
   const std::string a = "a" + std::to_string(plan->reduce) + "_";
   CHECK(contains(code, "float " + a + "0 = (-__builtin_inff());"));
@@ -218,17 +248,78 @@ TEST_CASE("cpu row state: the online softmax keeps max and sum scalar, rescales 
   CHECK(code.find("reduction(+:") < inner);
 }
 
-TEST_CASE("cpu row state: the column loop inside the key loop vectorizes", "[cpu][row-state]") {
-  for (bool softmax : {true, false}) {
-    const Body body = kiln::testing::attention_body({16, 64, ScoreMask::Causal, softmax});
-    const std::string code = targets::cpu::render_kernel(body).code;
-    const std::string prelude = targets::cpu::cpu_prelude();
-    // The lines of the column loop inside the key loop, in the file below (GCC reports a
-    // loop at its first statement or its condition).
-    const std::size_t key_loop = code.find("for (kiln_i64 L_r0");
-    REQUIRE(key_loop != std::string::npos);
-    const std::size_t inner = code.find("for (kiln_i64 L_o2", key_loop);
-    REQUIRE(inner != std::string::npos);
+TEST_CASE("cpu row state: in blocks of keys, the online softmax rescales once per block",
+          "[cpu][row-state]") {
+  const Body body = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true});
+  const std::optional<targets::cpu::RowStatePlan> plan =
+      targets::cpu::plan_row_state(body, targets::NodeHomes(body));
+  REQUIRE(plan);
+  REQUIRE(plan->key_block == targets::cpu::kKeyBlock);
+  const std::string code = targets::cpu::render_kernel(body).code;
+  INFO(code);
+  const std::string id = std::to_string(plan->reduce);
+  const std::string block = std::to_string(targets::cpu::kKeyBlock);
+  // The state as key by key; the block's scores and weights in arrays of the block's keys.
+  CHECK(contains(code, "float a" + id + "_0 = (-__builtin_inff());"));
+  CHECK(contains(code, "float a" + id + "_2[32];"));
+  CHECK(contains(code, "float ks" + id + "[" + block + "];"));
+  CHECK(contains(code, "float kw" + id + "[" + block + "];"));
+  // The ragged last block: the keys of a block are the block's size or what is left.
+  CHECK(contains(code, "const kiln_i64 kn" + id + " = kiln_imin(" + block + ", ke" + id + " - kb" + id + ");"));
+  // Two exp2 in the text: the state's rescale, once a block, and the weights' loop; neither in
+  // a column loop (the weighted values' loop reads the weights array).
+  CHECK(count(code, "kiln_exp2f(") == 2);
+  const std::size_t blocks = code.find("for (kiln_i64 kb" + id);
+  REQUIRE(blocks != std::string::npos);
+  const std::size_t weighted = code.find("const float w = kw" + id + "[kj" + id + "];");
+  REQUIRE(weighted != std::string::npos);
+  CHECK(code.find("kiln_exp2f(", weighted) == std::string::npos);
+  const std::size_t rescale = code.find("a" + id + "_2[L_" + plan->column_var + "] *= kc" + id + ";");
+  CHECK(rescale > blocks);
+  CHECK(rescale < weighted);
+  // The causal select guards q.k: a key it masks skips the dot product and scores -inf.
+  REQUIRE(plan->key_guard);
+  CHECK(plan->guard_selects);
+  CHECK(contains(code, "if (kg" + id + "[kj" + id + "]) {"));
+  CHECK(contains(code, "ks" + id + "[kj" + id + "] = kg" + id + "[kj" + id + "] ? -__builtin_inff() : "));
+  // An additive mask guards it too (the mask's -inf), and no mask guards nothing.
+  for (ScoreMask mask : {ScoreMask::Input, ScoreMask::None}) {
+    const Body other = kiln::testing::attention_body({16, 32, mask, true});
+    const std::optional<targets::cpu::RowStatePlan> p =
+        targets::cpu::plan_row_state(other, targets::NodeHomes(other));
+    REQUIRE(p);
+    CHECK(p->key_block == targets::cpu::kKeyBlock);
+    CHECK(p->key_guard.has_value() == (mask == ScoreMask::Input));
+    CHECK(!p->guard_selects);
+  }
+}
+
+TEST_CASE("cpu row state: the column loop inside the key loop vectorizes, and in blocks of keys "
+          "the max, weights and weighted values' loops",
+          "[cpu][row-state]") {
+  struct Form {
+    bool softmax, blocks;
+    std::vector<std::string> after;  // each loop: texts found in turn, the last its `for`
+  };
+  const std::vector<Form> forms = {
+      {true, false, {"for (kiln_i64 L_r0", "for (kiln_i64 L_o2"}},
+      {false, true, {"for (kiln_i64 L_r0", "for (kiln_i64 L_o2"}},
+      {true, true, {"reduction(max: kx", "for ("}},
+      {true, true, {"reduction(+: kt", "for ("}},
+      {true, true, {"const float w = kw", "for (kiln_i64 L_o2"}},
+  };
+  const std::string prelude = targets::cpu::cpu_prelude();
+  for (const Form& form : forms) {
+    const Body body = kiln::testing::attention_body({16, 64, ScoreMask::Causal, form.softmax});
+    const std::string code = targets::cpu::render_kernel(body, {.key_blocks = form.blocks}).code;
+    // The lines of the loop in the file below (GCC reports a loop at its first statement or
+    // its condition).
+    std::size_t inner = 0;
+    for (const std::string& text : form.after) {
+      inner = code.find(text, inner);
+      INFO(text << "\n" << code);
+      REQUIRE(inner != std::string::npos);
+    }
     const std::size_t indent = inner - code.rfind('\n', inner) - 1;
     const std::size_t end = code.find("\n" + std::string(indent, ' ') + "}", inner);
     REQUIRE(end != std::string::npos);
@@ -251,7 +342,7 @@ TEST_CASE("cpu row state: the column loop inside the key loop vectorizes", "[cpu
       CHECK(::pclose(pipe) == 0);
     }
     INFO(code << report);
-    INFO("column loop at lines " << first << " to " << last);
+    INFO("loop after " << form.after.front() << " at lines " << first << " to " << last);
     bool vectorized = false;
     std::istringstream lines(report);
     for (std::string l; std::getline(lines, l);) {
