@@ -44,7 +44,7 @@ std::vector<std::uint32_t> variables_read(const Rule& rule) {
 class Prefetcher {
  public:
   Prefetcher(EGraph& egraph, const Rule& rule, const std::vector<std::uint32_t>& stored,
-             const Value* matches)
+             const MatchBuffer& matches)
       : egraph_(egraph), matches_(matches), width_(static_cast<std::uint32_t>(stored.size())) {
     const std::vector<ActionInstr>& instrs = rule.actions.instrs;
     if (instrs.empty() || width_ == 0) return;
@@ -138,7 +138,10 @@ class Prefetcher {
     Value keys_[kMaxColumns] = {};
   };
 
-  const Value* match(std::uint64_t m) const { return matches_ + m * width_; }
+  const Value* match(std::uint64_t m) {
+    matches_.get(m, match_.data());
+    return match_.data();
+  }
 
   // A look-ahead lookup canonicalizes its keys; for a container that interns a new value,
   // which must happen in the order the actions run, not ahead of it.
@@ -149,12 +152,13 @@ class Prefetcher {
   }
 
   EGraph& egraph_;
-  const Value* matches_;
+  const MatchBuffer& matches_;
   std::uint32_t width_;
   const ActionInstr* first_instr_ = nullptr;
   const ActionInstr* second_instr_ = nullptr;
   Keys first_, second_;
   std::uint64_t next_hash_[kRing] = {};
+  std::vector<Value> match_ = std::vector<Value>(width_);  // the match being looked at
 };
 
 // Names a rule as the e-graph's current origin while its actions run, so the rows they create
@@ -253,9 +257,9 @@ bool Runner::iterate(const std::string& ruleset) {
   // Search: every rule sees the same database.
   struct Found {
     std::size_t rule;
-    HugePageVector<Value>* matches;  // the rule's reused buffer: pages stay mapped between iterations
-    std::uint64_t count = 0;   // matches found
-    std::uint64_t stored = 0;  // matches stored: those that did not repeat an earlier one
+    MatchBuffer* matches;     // the rule's reused buffer: pages stay mapped between iterations
+    std::uint64_t count = 0;  // matches found; matches->size() of them are stored, the others
+                              // repeated an earlier one
   };
   match_buffers_.resize(rules_.size());
   std::vector<Found> found;
@@ -273,9 +277,10 @@ bool Runner::iterate(const std::string& ruleset) {
     }
     auto t0 = Clock::now();
     Found f{r, &match_buffers_[r], 0};
-    f.matches->clear();
     const StoredMatch& shape = stored_match(r);
     const std::vector<std::uint32_t>& stored = shape.vars;
+    f.matches->start(stored.size());
+    projected_.resize(stored.size());
     if (shape.skip_repeats) recent_matches_.start(stored.size());
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
@@ -285,12 +290,9 @@ bool Runner::iterate(const std::string& ruleset) {
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
-                             std::size_t at = f.matches->size();
-                             for (std::uint32_t v : stored) f.matches->push_back(vars[v]);
-                             if (shape.skip_repeats && recent_matches_.repeat(f.matches->data() + at)) {
-                               f.matches->resize(at);
-                             } else {
-                               ++f.stored;
+                             for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
+                             if (!shape.skip_repeats || !recent_matches_.repeat(projected_.data())) {
+                               f.matches->push(projected_.data());
                              }
                              return ++f.count <= limit;
                            },
@@ -308,7 +310,7 @@ bool Runner::iterate(const std::string& ruleset) {
     }
     rule.searched_until = searched_until;
     stats.matches += f.count;
-    stats.repeats_skipped += f.count - f.stored;
+    stats.repeats_skipped += f.count - f.matches->size();
     it.matches += f.count;
     found.push_back(std::move(f));
   }
@@ -325,13 +327,14 @@ bool Runner::iterate(const std::string& ruleset) {
     const std::vector<std::uint32_t>& stored = stored_match(f.rule).vars;
     std::size_t width = stored.size();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
-    Prefetcher prefetch(egraph_, rule, stored, f.matches->data());
+    projected_.resize(width);
+    Prefetcher prefetch(egraph_, rule, stored, *f.matches);
     OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
     try {
-      for (std::uint64_t m = 0; m < f.stored; ++m) {
-        prefetch.ahead(m, f.stored);
-        const Value* match = f.matches->data() + m * width;
-        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
+      for (std::uint64_t m = 0, count = f.matches->size(); m < count; ++m) {
+        prefetch.ahead(m, count);
+        f.matches->get(m, projected_.data());
+        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = projected_[i];
         run_actions(egraph_, rule.actions, registers.data());
       }
     } catch (const support::UserError& e) {
