@@ -60,12 +60,13 @@ class Prefetcher {
 
   void ahead(std::uint64_t m, std::uint64_t count) {
     if (!first_instr_) return;
+    const Table& first_table = egraph_.table(first_instr_->function);
     if (m + kSlotDistance < count) {
-      egraph_.prefetch_slot(first_instr_->function, first_.keys(match(m + kSlotDistance), 0));
+      std::uint64_t& hash = first_hash_[(m + kSlotDistance) % kFirstRing];
+      hash = first_table.key_hash(first_.keys(match(m + kSlotDistance), 0));
+      first_table.prefetch_slot_of(hash);
     }
-    if (m + kRowDistance < count) {
-      egraph_.prefetch_row(first_instr_->function, first_.keys(match(m + kRowDistance), 0));
-    }
+    if (m + kRowDistance < count) first_table.prefetch_row_of(first_hash_[(m + kRowDistance) % kFirstRing]);
     if (!second_instr_) return;
     if (m + kNextSlotDistance < count) {
       const Value* at = match(m + kNextSlotDistance);
@@ -89,7 +90,10 @@ class Prefetcher {
   static constexpr std::uint64_t kRowDistance = 8;
   static constexpr std::uint64_t kNextSlotDistance = 4;
   static constexpr std::uint64_t kNextRowDistance = 2;
-  static constexpr std::uint64_t kRing = 8;  // > kNextSlotDistance - kNextRowDistance
+  // Hashes computed for a slot, kept for loading the row later: more entries than matches
+  // between the two distances.
+  static constexpr std::uint64_t kFirstRing = 16;  // > kSlotDistance - kRowDistance
+  static constexpr std::uint64_t kRing = 8;        // > kNextSlotDistance - kNextRowDistance
   static constexpr std::uint64_t kNoHash = ~std::uint64_t{0};
   static constexpr std::uint32_t kNoResult = 0xffffffffu;
 
@@ -157,6 +161,7 @@ class Prefetcher {
   const ActionInstr* first_instr_ = nullptr;
   const ActionInstr* second_instr_ = nullptr;
   Keys first_, second_;
+  std::uint64_t first_hash_[kFirstRing] = {};
   std::uint64_t next_hash_[kRing] = {};
   std::vector<Value> match_ = std::vector<Value>(width_);  // the match being looked at
 };
