@@ -177,9 +177,9 @@ Value EGraph::canonical_container(const ContainerSort& sort, Value v) {
 
 bool EGraph::rebuild_pass() {
   std::uint64_t unions_before = union_find_.unions();
-  std::vector<RowId> stale;
-  std::vector<Value> saved;
-  std::vector<std::uint64_t> hashes;  // per stale row: its keys' hash, for kill and prefetch
+  HugePageVector<RowId>& stale = scratch_.stale;
+  HugePageVector<Value>& saved = scratch_.saved;
+  HugePageVector<std::uint64_t>& hashes = scratch_.hashes;
   constexpr std::size_t kSlotAhead = 16, kRowAhead = 8;
   for (FunctionEntry& f : functions_) {
     if (!f.has_eq_columns) continue;

@@ -132,6 +132,17 @@ class EGraph {
                  OriginId origin);
   bool rebuild_pass();
 
+  // rebuild_pass's buffers, kept between passes so that a large rebuild reuses its pages
+  // instead of faulting in fresh ones every time. Scratch: a copy of the e-graph starts empty.
+  struct RebuildScratch {
+    HugePageVector<RowId> stale;
+    HugePageVector<Value> saved;
+    HugePageVector<std::uint64_t> hashes;  // per stale row: its keys' hash, for kill and prefetch
+    RebuildScratch() = default;
+    RebuildScratch(const RebuildScratch&) {}
+    RebuildScratch& operator=(const RebuildScratch&) { return *this; }
+  };
+
   std::vector<Sort> sorts_;
   std::map<std::string, SortId> sort_by_name_;
   std::vector<FunctionEntry> functions_;
@@ -144,6 +155,7 @@ class EGraph {
   std::vector<std::string> origin_names_;  // by OriginId
   std::map<std::string, OriginId> origin_by_name_;
   OriginId current_origin_ = kNoOrigin;
+  RebuildScratch scratch_;
 };
 
 }  // namespace kiln::engine

@@ -33,9 +33,18 @@ class KeyIndex {
   void prefetch_slot(std::uint64_t hash) const {
     __builtin_prefetch(&slots_[tag_of(hash) & (slots_.size() - 1)]);
   }
+  // The row a find() of this hash most likely ends at: the first slot with its tag within a
+  // few probes (a tag can collide; then the hint is wrong and costs nothing but the load).
   RowId peek(std::uint64_t hash) const {
-    const Slot& s = slots_[tag_of(hash) & (slots_.size() - 1)];
-    return s.row == kTombstone ? kNoRow : s.row;
+    std::size_t mask = slots_.size() - 1;
+    std::uint32_t tag = tag_of(hash);
+    std::size_t i = tag & mask;
+    for (int probe = 0; probe < kPeekProbes; ++probe, i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.row == kNoRow) return kNoRow;
+      if (s.tag == tag && s.row != kTombstone) return s.row;
+    }
+    return kNoRow;
   }
 
   // Adds a row (its keys must not be present).
@@ -70,6 +79,7 @@ class KeyIndex {
 
  private:
   static constexpr RowId kTombstone = kNoRow - 1;
+  static constexpr int kPeekProbes = 8;  // one cache line of slots
   struct Slot {
     std::uint32_t tag = 0;
     RowId row = kNoRow;

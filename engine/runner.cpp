@@ -32,58 +32,138 @@ std::vector<std::uint32_t> variables_read(const Rule& rule) {
   return out;
 }
 
-// Applying matches is bound by memory: each action's first table access misses the cache.
-// When the first instruction touches a table with keys taken straight from the match, load
-// its index slot kSlotDistance matches ahead and its row kRowDistance matches ahead.
+// Applying matches is bound by memory: each table access of an action misses the cache, and
+// when the second access's keys include the first one's result (assoc: (Add (Add a b) c)),
+// its miss cannot even start before the first lookup is done. So matches are looked at ahead:
+//   kSlotDistance ahead: load the index slot of the first access (keys from the match);
+//   kRowDistance ahead: load its row;
+//   kNextSlotDistance ahead: do the first access as a read-only lookup (its row is loaded by
+//     now), which gives the second access's keys: load their slot;
+//   kNextRowDistance ahead: load the second access's row.
+// A hint may be stale (a union in between moves a class): it only costs the miss it missed.
 class Prefetcher {
  public:
-  Prefetcher(const Rule& rule, const std::vector<std::uint32_t>& stored, const Value* matches)
-      : matches_(matches), width_(static_cast<std::uint32_t>(stored.size())) {
-    if (rule.actions.instrs.empty() || width_ == 0) return;
+  Prefetcher(EGraph& egraph, const Rule& rule, const std::vector<std::uint32_t>& stored,
+             const MatchBuffer& matches)
+      : egraph_(egraph), matches_(matches), width_(static_cast<std::uint32_t>(stored.size())) {
+    const std::vector<ActionInstr>& instrs = rule.actions.instrs;
+    if (instrs.empty() || width_ == 0) return;
     std::uint32_t num_vars = rule.query.num_vars();
-    const ActionInstr& first = rule.actions.instrs[0];
-    bool touches_table = first.op == ActionOp::Construct || first.op == ActionOp::Lookup ||
-                         first.op == ActionOp::Set;
-    if (!touches_table) return;
-    std::size_t keys = first.op == ActionOp::Set ? first.args.size() - 1 : first.args.size();
-    for (std::size_t i = 0; i < keys; ++i) {
-      const Operand& o = first.args[i];
-      if (o.is_constant) {
-        slots_[i] = kConstant;
-        continue;
-      }
-      if (o.reg >= num_vars) return;  // a computed key: nothing to look ahead at
-      slots_[i] = static_cast<std::uint32_t>(std::find(stored.begin(), stored.end(), o.reg) - stored.begin());
+    if (!first_.bind(instrs[0], stored, num_vars, kNoResult)) return;
+    first_instr_ = &instrs[0];
+    bool first_has_result = instrs[0].op != ActionOp::Set;
+    if (first_has_result && !holds_containers(egraph, instrs[0].function) && instrs.size() > 1 &&
+        second_.bind(instrs[1], stored, num_vars, instrs[0].dst)) {
+      second_instr_ = &instrs[1];
     }
-    instr_ = &first;
-    num_keys_ = keys;
   }
 
-  void ahead(const EGraph& egraph, std::uint64_t m, std::uint64_t count) const {
-    if (!instr_) return;
-    if (m + kSlotDistance < count) egraph.prefetch_slot(instr_->function, keys_of(m + kSlotDistance));
-    if (m + kRowDistance < count) egraph.prefetch_row(instr_->function, keys_of(m + kRowDistance));
+  void ahead(std::uint64_t m, std::uint64_t count) {
+    if (!first_instr_) return;
+    const Table& first_table = egraph_.table(first_instr_->function);
+    if (m + kSlotDistance < count) {
+      std::uint64_t& hash = first_hash_[(m + kSlotDistance) % kFirstRing];
+      hash = first_table.key_hash(first_.keys(match(m + kSlotDistance), 0));
+      first_table.prefetch_slot_of(hash);
+    }
+    if (m + kRowDistance < count) first_table.prefetch_row_of(first_hash_[(m + kRowDistance) % kFirstRing]);
+    if (!second_instr_) return;
+    if (m + kNextSlotDistance < count) {
+      const Value* at = match(m + kNextSlotDistance);
+      std::optional<Value> result = egraph_.lookup(first_instr_->function, first_.keys(at, 0));
+      std::uint64_t& hash = next_hash_[(m + kNextSlotDistance) % kRing];
+      hash = kNoHash;
+      if (result) {
+        const Table& t = egraph_.table(second_instr_->function);
+        hash = t.key_hash(second_.keys(at, *result));
+        t.prefetch_slot_of(hash);
+      }
+    }
+    if (m + kNextRowDistance < count) {
+      std::uint64_t hash = next_hash_[(m + kNextRowDistance) % kRing];
+      if (hash != kNoHash) egraph_.table(second_instr_->function).prefetch_row_of(hash);
+    }
   }
 
  private:
   static constexpr std::uint64_t kSlotDistance = 16;
   static constexpr std::uint64_t kRowDistance = 8;
-  static constexpr std::uint32_t kConstant = 0xffffffffu;
+  static constexpr std::uint64_t kNextSlotDistance = 4;
+  static constexpr std::uint64_t kNextRowDistance = 2;
+  // Hashes computed for a slot, kept for loading the row later: more entries than matches
+  // between the two distances.
+  static constexpr std::uint64_t kFirstRing = 16;  // > kSlotDistance - kRowDistance
+  static constexpr std::uint64_t kRing = 8;        // > kNextSlotDistance - kNextRowDistance
+  static constexpr std::uint64_t kNoHash = ~std::uint64_t{0};
+  static constexpr std::uint32_t kNoResult = 0xffffffffu;
 
-  const Value* keys_of(std::uint64_t m) const {
-    const Value* match = matches_ + m * width_;
-    for (std::size_t i = 0; i < num_keys_; ++i) {
-      keys_[i] = slots_[i] == kConstant ? instr_->args[i].constant : match[slots_[i]];
+  // Where each key of one table access comes from: a constant, a stored match variable, or
+  // the first access's result.
+  class Keys {
+   public:
+    // False when some key is computed by another instruction: nothing to look ahead at.
+    bool bind(const ActionInstr& instr, const std::vector<std::uint32_t>& stored,
+              std::uint32_t num_vars, std::uint32_t result_reg) {
+      if (instr.op != ActionOp::Construct && instr.op != ActionOp::Lookup &&
+          instr.op != ActionOp::Set) {
+        return false;
+      }
+      count_ = instr.op == ActionOp::Set ? instr.args.size() - 1 : instr.args.size();
+      for (std::size_t i = 0; i < count_; ++i) {
+        const Operand& o = instr.args[i];
+        if (o.is_constant) {
+          source_[i] = kConstant;
+          constant_[i] = o.constant;
+        } else if (o.reg == result_reg) {
+          source_[i] = kResult;
+        } else if (o.reg < num_vars) {
+          source_[i] = static_cast<std::uint32_t>(std::find(stored.begin(), stored.end(), o.reg) -
+                                                  stored.begin());
+        } else {
+          return false;
+        }
+      }
+      return true;
     }
-    return keys_;
+    const Value* keys(const Value* match, Value result) {
+      for (std::size_t i = 0; i < count_; ++i) {
+        std::uint32_t s = source_[i];
+        keys_[i] = s == kConstant ? constant_[i] : s == kResult ? result : match[s];
+      }
+      return keys_;
+    }
+
+   private:
+    static constexpr std::uint32_t kConstant = 0xffffffffu;
+    static constexpr std::uint32_t kResult = 0xfffffffeu;
+    std::size_t count_ = 0;
+    std::uint32_t source_[kMaxColumns] = {};  // per key: kConstant, kResult or a match position
+    Value constant_[kMaxColumns] = {};
+    Value keys_[kMaxColumns] = {};
+  };
+
+  const Value* match(std::uint64_t m) {
+    matches_.get(m, match_.data());
+    return match_.data();
   }
 
-  const Value* matches_;
+  // A look-ahead lookup canonicalizes its keys; for a container that interns a new value,
+  // which must happen in the order the actions run, not ahead of it.
+  static bool holds_containers(const EGraph& egraph, FunctionId id) {
+    const FunctionDecl& decl = egraph.function(id);
+    auto holds = [&](SortId s) { return egraph.sort(s).holds_eclasses; };
+    return holds(decl.output) || std::any_of(decl.inputs.begin(), decl.inputs.end(), holds);
+  }
+
+  EGraph& egraph_;
+  const MatchBuffer& matches_;
   std::uint32_t width_;
-  const ActionInstr* instr_ = nullptr;
-  std::size_t num_keys_ = 0;
-  std::uint32_t slots_[kMaxColumns] = {};  // per key: its position in a stored match
-  mutable Value keys_[kMaxColumns];
+  const ActionInstr* first_instr_ = nullptr;
+  const ActionInstr* second_instr_ = nullptr;
+  Keys first_, second_;
+  std::uint64_t first_hash_[kFirstRing] = {};
+  std::uint64_t next_hash_[kRing] = {};
+  std::vector<Value> match_ = std::vector<Value>(width_);  // the match being looked at
 };
 
 // Names a rule as the e-graph's current origin while its actions run, so the rows they create
@@ -182,9 +262,9 @@ bool Runner::iterate(const std::string& ruleset) {
   // Search: every rule sees the same database.
   struct Found {
     std::size_t rule;
-    std::vector<Value>* matches;  // the rule's reused buffer: pages stay mapped between iterations
-    std::uint64_t count = 0;   // matches found
-    std::uint64_t stored = 0;  // matches stored: those that did not repeat an earlier one
+    MatchBuffer* matches;     // the rule's reused buffer: pages stay mapped between iterations
+    std::uint64_t count = 0;  // matches found; matches->size() of them are stored, the others
+                              // repeated an earlier one
   };
   match_buffers_.resize(rules_.size());
   std::vector<Found> found;
@@ -202,9 +282,10 @@ bool Runner::iterate(const std::string& ruleset) {
     }
     auto t0 = Clock::now();
     Found f{r, &match_buffers_[r], 0};
-    f.matches->clear();
     const StoredMatch& shape = stored_match(r);
     const std::vector<std::uint32_t>& stored = shape.vars;
+    f.matches->start(stored.size());
+    projected_.resize(stored.size());
     if (shape.skip_repeats) recent_matches_.start(stored.size());
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
@@ -214,12 +295,9 @@ bool Runner::iterate(const std::string& ruleset) {
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
-                             std::size_t at = f.matches->size();
-                             for (std::uint32_t v : stored) f.matches->push_back(vars[v]);
-                             if (shape.skip_repeats && recent_matches_.repeat(f.matches->data() + at)) {
-                               f.matches->resize(at);
-                             } else {
-                               ++f.stored;
+                             for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
+                             if (!shape.skip_repeats || !recent_matches_.repeat(projected_.data())) {
+                               f.matches->push(projected_.data());
                              }
                              return ++f.count <= limit;
                            },
@@ -237,7 +315,7 @@ bool Runner::iterate(const std::string& ruleset) {
     }
     rule.searched_until = searched_until;
     stats.matches += f.count;
-    stats.repeats_skipped += f.count - f.stored;
+    stats.repeats_skipped += f.count - f.matches->size();
     it.matches += f.count;
     found.push_back(std::move(f));
   }
@@ -254,13 +332,14 @@ bool Runner::iterate(const std::string& ruleset) {
     const std::vector<std::uint32_t>& stored = stored_match(f.rule).vars;
     std::size_t width = stored.size();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
-    Prefetcher prefetch(rule, stored, f.matches->data());
+    projected_.resize(width);
+    Prefetcher prefetch(egraph_, rule, stored, *f.matches);
     OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
     try {
-      for (std::uint64_t m = 0; m < f.stored; ++m) {
-        prefetch.ahead(egraph_, m, f.stored);
-        const Value* match = f.matches->data() + m * width;
-        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = match[i];
+      for (std::uint64_t m = 0, count = f.matches->size(); m < count; ++m) {
+        prefetch.ahead(m, count);
+        f.matches->get(m, projected_.data());
+        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = projected_[i];
         run_actions(egraph_, rule.actions, registers.data());
       }
     } catch (const support::UserError& e) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/egraph.hpp"
+#include "engine/match_buffer.hpp"
 #include "engine/repeated_matches.hpp"
 #include "engine/rule.hpp"
 #include "engine/run_report.hpp"
@@ -49,7 +50,8 @@ class Runner {
   };
   const StoredMatch& stored_match(std::size_t rule);
 
-  std::vector<std::vector<Value>> match_buffers_;  // per rule, reused by every iteration
+  std::vector<MatchBuffer> match_buffers_;  // per rule, reused by every iteration
+  std::vector<Value> projected_;  // one match, on the variables its rule's actions read
   std::vector<std::optional<StoredMatch>> stored_match_;  // per rule
   RecentMatches recent_matches_;  // of the rule being searched
   std::chrono::steady_clock::time_point start_;

@@ -1,0 +1,75 @@
+// The matches one rule found in one iteration, kept from the search to the apply phase.
+// Values are stored in 32 bits while every one fits (e-class ids, interned strings and small
+// integers nearly always do): a large iteration stores millions of matches, and half the bytes
+// is half the pages to fault in and half the memory at the run's peak. The first value that
+// does not fit widens the whole buffer to 64 bits.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/huge_page_vector.hpp"
+#include "engine/value.hpp"
+
+namespace kiln::engine {
+
+class MatchBuffer {
+ public:
+  // Empties the buffer for matches of `width` values; the memory stays for reuse.
+  void start(std::size_t width) {
+    width_ = width;
+    count_ = 0;
+    wide_ = false;
+    narrow_values_.clear();
+    wide_values_.clear();
+  }
+
+  std::size_t width() const { return width_; }
+  std::uint64_t size() const { return count_; }
+  bool wide() const { return wide_; }
+
+  // Appends one match of width() values.
+  void push(const Value* match) {
+    if (!wide_) {
+      bool fits = true;
+      for (std::size_t i = 0; i < width_; ++i) fits &= match[i] <= kNarrowMax;
+      if (fits) {
+        for (std::size_t i = 0; i < width_; ++i) {
+          narrow_values_.push_back(static_cast<std::uint32_t>(match[i]));
+        }
+        ++count_;
+        return;
+      }
+      widen();
+    }
+    wide_values_.insert(wide_values_.end(), match, match + width_);
+    ++count_;
+  }
+
+  // Copies match m (m < size()) into out[0, width()).
+  void get(std::uint64_t m, Value* out) const {
+    std::size_t at = static_cast<std::size_t>(m) * width_;
+    if (wide_) {
+      for (std::size_t i = 0; i < width_; ++i) out[i] = wide_values_[at + i];
+    } else {
+      for (std::size_t i = 0; i < width_; ++i) out[i] = narrow_values_[at + i];
+    }
+  }
+
+ private:
+  static constexpr Value kNarrowMax = 0xffffffffu;
+
+  void widen() {
+    wide_values_.resize(narrow_values_.size());
+    for (std::size_t i = 0; i < narrow_values_.size(); ++i) wide_values_[i] = narrow_values_[i];
+    narrow_values_.clear();
+    wide_ = true;
+  }
+
+  std::size_t width_ = 0;
+  std::uint64_t count_ = 0;
+  bool wide_ = false;
+  HugePageVector<std::uint32_t> narrow_values_;
+  HugePageVector<Value> wide_values_;
+};
+
+}  // namespace kiln::engine

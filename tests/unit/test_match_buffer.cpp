@@ -1,0 +1,70 @@
+// MatchBuffer: matches read back as written, in 32 bits while they fit and after widening.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/match_buffer.hpp"
+
+using kiln::engine::MatchBuffer;
+using kiln::engine::Value;
+
+namespace {
+
+// Match m of a 3-wide stream: small values, except that match `wide_at` holds one above 32 bits.
+std::vector<Value> match_of(std::uint64_t m, std::uint64_t wide_at) {
+  std::vector<Value> values = {m, m * 7 + 1, 0xffffffffu - m};
+  if (m == wide_at) values[1] = (Value{1} << 40) + m;
+  return values;
+}
+
+void check_reads_back(const MatchBuffer& buffer, std::uint64_t count, std::uint64_t wide_at) {
+  REQUIRE(buffer.size() == count);
+  std::vector<Value> out(3);
+  for (std::uint64_t m = 0; m < count; ++m) {
+    buffer.get(m, out.data());
+    INFO("match " << m);
+    REQUIRE(out == match_of(m, wide_at));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("match buffer: values that fit in 32 bits are stored narrow and read back", "[runner]") {
+  MatchBuffer buffer;
+  buffer.start(3);
+  const std::uint64_t count = 100000;
+  for (std::uint64_t m = 0; m < count; ++m) buffer.push(match_of(m, count).data());
+  REQUIRE_FALSE(buffer.wide());
+  check_reads_back(buffer, count, count);
+}
+
+TEST_CASE("match buffer: one wide value widens the buffer and keeps the earlier matches", "[runner]") {
+  for (std::uint64_t wide_at : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{777}, std::uint64_t{99999}}) {
+    MatchBuffer buffer;
+    buffer.start(3);
+    const std::uint64_t count = 100000;
+    for (std::uint64_t m = 0; m < count; ++m) buffer.push(match_of(m, wide_at).data());
+    REQUIRE(buffer.wide());
+    check_reads_back(buffer, count, wide_at);
+  }
+}
+
+TEST_CASE("match buffer: start() empties a wide buffer and stores narrow again", "[runner]") {
+  MatchBuffer buffer;
+  buffer.start(3);
+  for (std::uint64_t m = 0; m < 10; ++m) buffer.push(match_of(m, 5).data());
+  REQUIRE(buffer.wide());
+  buffer.start(3);
+  REQUIRE(buffer.size() == 0);
+  for (std::uint64_t m = 0; m < 10; ++m) buffer.push(match_of(m, 10).data());
+  REQUIRE_FALSE(buffer.wide());
+  check_reads_back(buffer, 10, 10);
+}
+
+TEST_CASE("match buffer: matches of no values are counted", "[runner]") {
+  MatchBuffer buffer;
+  buffer.start(0);
+  for (int m = 0; m < 5; ++m) buffer.push(nullptr);
+  REQUIRE(buffer.size() == 5);
+}
