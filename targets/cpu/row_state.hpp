@@ -59,7 +59,7 @@ constexpr std::int64_t kKeyGroup = 8;
 constexpr std::int64_t kValueGroup = 4;
 // Rows whose folds take each key block in turn, so that the block's keys and values are read
 // from memory once for them all (codegen.cpp).
-constexpr std::int64_t kRowTile = 4;
+constexpr std::int64_t kRowTile = 8;
 
 struct RowStatePlan {
   graph::ScalarId reduce = 0;        // the Reduce folded for every column at once
