@@ -164,6 +164,7 @@ class Renderer {
       : body_(body), nodes_(body.scalars()), homes_(body) {
     if (options.row_state) row_state_ = plan_row_state(body, homes_);
     if (row_state_ && !options.key_blocks) row_state_->key_block = 0;
+    if (row_state_ && row_state_->key_block && tiles_rows(*row_state_)) row_tile_ = kRowTile;
     symbol_suffix_ = !options.row_state ? "_plain" : !options.key_blocks ? "_keywise" : "";
   }
 
@@ -450,8 +451,8 @@ class Renderer {
 
   // Output scope `scope` (inside loops 0..scope-1) and everything inside it.
   void emit_output_scope(std::size_t scope, std::size_t indent) {
-    emit_nodes(scope, indent);
     const std::vector<graph::Loop>& loops = body_.loops();
+    if (!row_tile_ || scope + 1 != loops.size()) emit_nodes(scope, indent);  // else per row
     if (scope == loops.size()) {
       emit_store(indent);
       return;
@@ -504,6 +505,12 @@ class Renderer {
     }
     for (std::size_t k = 0; k < loops_here; ++k) {
       const graph::Loop& loop = loops[scope + k];
+      if (row_tile_ && scope + k + 2 == loops.size()) {  // the rows, kRowTile at a time
+        line(indent + k, "for (kiln_i64 " + row_tile_start() + " = 0; " + row_tile_start() +
+                             " < " + expr(loop.extent) + "; " + row_tile_start() +
+                             " += " + std::to_string(row_tile_) + ") {");
+        continue;
+      }
       const std::string var = "L_" + loop.var;
       line(indent + k, "for (kiln_i64 " + var + " = 0; " + var + " < " + expr(loop.extent) +
                            "; ++" + var + ") {");
@@ -539,25 +546,7 @@ class Renderer {
         renamed_[id] = "p" + std::to_string(id) + "[" + column(plan) + "]";
       }
     }
-    // The state: shared components are scalars, the others arrays set to the identity.
-    std::vector<std::size_t> arrays;
-    for (std::size_t k = 0; k < m.identity.size(); ++k) {
-      if (plan.shared_state[k]) {
-        line(indent, std::string(compute_type(s.dtype)) + " " + row_state(plan, k) + " = " +
-                         literal(m.identity[k], s.dtype) + ";");
-      } else {
-        line(indent, std::string(compute_type(s.dtype)) + " " + row_state_name(plan, k) + "[" +
-                         columns + "];");
-        arrays.push_back(k);
-      }
-    }
-    if (!arrays.empty()) {
-      open_column_loop(plan, {}, indent);
-      for (std::size_t k : arrays) {
-        line(indent + 1, row_state(plan, k) + " = " + literal(m.identity[k], s.dtype) + ";");
-      }
-      line(indent, "}");
-    }
+    emit_state(plan, indent);
     if (plan.key_block) {
       emit_blocked_fold(plan, indent);
     } else {
@@ -568,6 +557,7 @@ class Renderer {
     for (ScalarId id : homes_.homed(body_.loops().size())) {
       if (!renamed_.count(id)) rest.push_back(id);
     }
+    if (row_tile_) open_tile_row(indent++);
     open_column_loop(plan, rest, indent);
     std::map<std::size_t, std::string> state;
     for (std::size_t k = 0; k < m.identity.size(); ++k) state[k] = row_state(plan, k);
@@ -581,6 +571,7 @@ class Renderer {
     }
     emit_store(indent + 1);
     line(indent, "}");
+    if (row_tile_) line(--indent, "}");
     renamed_.clear();
   }
 
@@ -623,12 +614,18 @@ class Renderer {
     auto key_loop = [&](std::size_t at) {
       line(at, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
     };
+    // The keys left after the groups (see emit_key_group_reductions), from `from`.
+    auto rest_loop = [&](std::size_t at, const std::string& from) {
+      line(at, "for (kiln_i64 " + key + " = " + from + "; " + key + " < " + count + "; ++" + key +
+                   ") {");
+    };
     line(indent, "const kiln_i64 " + end + " = " + expr(s.extent) + ";");
     line(indent, "for (kiln_i64 " + start + " = 0; " + start + " < " + end + "; " + start +
                      " += " + block + ") {");
-    const std::size_t in = indent + 1;
+    std::size_t in = indent + 1;
     line(in, "const kiln_i64 " + count + " = kiln_imin(" + block + ", " + end + " - " + start +
                  ");");
+    if (row_tile_) open_tile_row(in++);  // the block's keys for each row of the tile
     // The block's scores: the inner reductions into arrays, then the rest, vectorized.
     line(in, "float " + scores + "[" + block + "];");
     if (!plan.key_reductions.empty()) {
@@ -648,7 +645,12 @@ class Renderer {
                          (plan.guard_selects ? g + " == 0" : g + " == -__builtin_inff()") + ";");
         line(in, "}");
       }
-      key_loop(in);
+      const std::string grouped = "kf" + id;
+      line(in, "kiln_i64 " + grouped + " = 0;");
+      if (groups_key_reductions(plan)) {
+        emit_key_group_reductions(plan, grouped, count, start, masked, in);
+      }
+      rest_loop(in, grouped);
       line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
       if (plan.key_guard) {
         line(in + 1, "if (" + masked + "[" + key + "]) {");
@@ -708,8 +710,11 @@ class Renderer {
     open_column_loop(plan, {}, in);
     line(in + 1, a + " *= " + scale + ";");
     line(in, "}");
-    // The weighted values.
-    key_loop(in);
+    // The weighted values: kValueGroup keys per pass over the columns, then the rest.
+    const std::string valued = "kv" + id;
+    line(in, "kiln_i64 " + valued + " = 0;");
+    emit_value_groups(plan, valued, count, start, weights, in);
+    rest_loop(in, valued);
     line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
     line(in + 1, "const float w = " + weights + "[" + key + "];");
     open_column_loop(plan, plan.column_nodes, in + 1);
@@ -718,6 +723,190 @@ class Renderer {
     line(in + 1, "}");
     line(in, "}");
     line(in, m + " = " + max + ";");
+    if (row_tile_) line(--in, "}");
+    line(indent, "}");
+  }
+
+  // Whether the rows around a blocked fold are done kRowTile at a time (each key block then
+  // serves them all from the L1 cache): the row loop's nodes are cheap to compute per row and
+  // block (no reduction), no row inputs, and the keys the same for every row.
+  bool tiles_rows(const RowStatePlan& plan) const {
+    const std::vector<graph::Loop>& loops = body_.loops();
+    if (!plan.row_inputs.empty()) return false;
+    for (ScalarId id : homes_.homed(loops.size() - 1)) {
+      if (nodes_[id].op == ScalarOp::Reduce) return false;
+    }
+    const std::vector<std::string> dims = graph::free_dims(nodes_[plan.reduce].extent);
+    return std::find(dims.begin(), dims.end(), loops[loops.size() - 2].var) == dims.end();
+  }
+
+  std::string row_tile_start() const { return "kt_" + body_.loops()[body_.loops().size() - 2].var; }
+
+  // `for` each row of the tile, with the row variable and the row loop's nodes.
+  void open_tile_row(std::size_t indent) {
+    const std::vector<graph::Loop>& loops = body_.loops();
+    const std::string start = row_tile_start();
+    line(indent, "for (kiln_i64 ki = 0; ki < " + std::to_string(row_tile_) + " && " + start +
+                     " + ki < " + expr(loops[loops.size() - 2].extent) + "; ++ki) {");
+    line(indent + 1, "const kiln_i64 L_" + loops[loops.size() - 2].var + " = " + start + " + ki;");
+    emit_nodes(loops.size() - 1, indent + 1);
+  }
+
+  // The state: shared components are scalars, the others arrays of the columns (with row
+  // tiles, one of each per row of the tile), set to the identity.
+  void emit_state(const RowStatePlan& plan, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const Monoid& m = body_.monoids().at(s.slot);
+    const std::string rows = row_tile_ ? "[" + std::to_string(row_tile_) + "]" : "";
+    bool arrays = false;
+    for (std::size_t k = 0; k < m.identity.size(); ++k) {
+      const std::string type = compute_type(s.dtype);
+      if (plan.shared_state[k] && !row_tile_) {
+        line(indent,
+             type + " " + row_state(plan, k) + " = " + literal(m.identity[k], s.dtype) + ";");
+        continue;
+      }
+      const std::string columns = "[" + std::to_string(plan.columns) + "]";
+      line(indent, type + " " + row_state_name(plan, k) + rows +
+                       (plan.shared_state[k] ? "" : columns) + ";");
+      arrays = arrays || !plan.shared_state[k];
+    }
+    std::size_t in = indent;
+    auto reset = [&](std::size_t k, std::size_t at) {
+      line(at, row_state(plan, k) + " = " + literal(m.identity[k], s.dtype) + ";");
+    };
+    if (row_tile_) {
+      line(in++, "for (kiln_i64 ki = 0; ki < " + std::to_string(row_tile_) + "; ++ki) {");
+      for (std::size_t k = 0; k < m.identity.size(); ++k) {
+        if (plan.shared_state[k]) reset(k, in);
+      }
+    }
+    if (arrays) {
+      open_column_loop(plan, {}, in);
+      for (std::size_t k = 0; k < m.identity.size(); ++k) {
+        if (!plan.shared_state[k]) reset(k, in + 1);
+      }
+      line(in, "}");
+    }
+    if (row_tile_) line(--in, "}");
+  }
+
+  // Whether the inner reductions of a key block (q.k) can run kKeyGroup keys in one loop: each
+  // a vectorizable float sum, innermost, with an extent free of the key, and nothing else among
+  // the key reductions' nodes (a node shared by the keys' copies would be per key).
+  bool groups_key_reductions(const RowStatePlan& plan) const {
+    const std::string& key_var = nodes_[plan.reduce].var;
+    for (ScalarId n : plan.key_reductions) {
+      const Scalar& s = nodes_[n];
+      if (s.op != ScalarOp::Reduce) return false;
+      const Monoid& m = body_.monoids().at(s.slot);
+      if (m.name != "sum" || m.identity.size() != 1 || m.lift.size() != 1) return false;
+      if (s.dtype != DType::F32 && s.dtype != DType::F64) return false;
+      if (homes_.has_child_scope(homes_.reduce_scope(n))) return false;
+      const std::vector<std::string> dims = graph::free_dims(s.extent);
+      if (std::find(dims.begin(), dims.end(), key_var) != dims.end()) return false;
+    }
+    return true;
+  }
+
+  // The inner reductions of kKeyGroup keys at a time, in one loop over their variable with an
+  // accumulator per key: the keys' chains of adds interleave, and what does not depend on the
+  // key (q) is loaded once for all of them. Each key's nodes are in a block of their own, with
+  // the key variable set to that key; each accumulator adds in the order of the single-key
+  // loop. A group whose keys are all masked is skipped; a group with some masked computes them
+  // too (the score loop replaces them by -inf). Leaves `grouped` at the first key not done.
+  void emit_key_group_reductions(const RowStatePlan& plan, const std::string& grouped,
+                                 const std::string& count, const std::string& start,
+                                 const std::string& masked, std::size_t indent) {
+    const std::string r = "L_" + nodes_[plan.reduce].var;
+    const std::string group = std::to_string(kKeyGroup);
+    line(indent, "for (; " + grouped + " + " + group + " <= " + count + "; " + grouped + " += " +
+                     group + ") {");
+    const std::size_t in = indent + 1;
+    if (plan.key_guard) {
+      std::string all = masked + "[" + grouped + "]";
+      for (std::int64_t g = 1; g < kKeyGroup; ++g) {
+        all += " && " + masked + "[" + grouped + " + " + std::to_string(g) + "]";
+      }
+      line(in, "if (" + all + ") {");
+      for (ScalarId n : plan.key_arrays) {
+        for (std::int64_t g = 0; g < kKeyGroup; ++g) {
+          line(in + 1, "kd" + std::to_string(n) + "[" + grouped + " + " + std::to_string(g) +
+                           "] = " + literal(0, nodes_[n].dtype) + ";");
+        }
+      }
+      line(in + 1, "continue;");
+      line(in, "}");
+    }
+    for (ScalarId n : plan.key_reductions) {
+      const Scalar& s = nodes_[n];
+      const Monoid& m = body_.monoids().at(s.slot);
+      const char* type = compute_type(s.dtype);
+      const std::string acc = "a" + std::to_string(n) + "_g";
+      std::string accs;
+      for (std::int64_t g = 0; g < kKeyGroup; ++g) {
+        line(in, std::string(type) + " " + acc + std::to_string(g) + " = " +
+                     literal(m.identity[0], s.dtype) + ";");
+        accs += (g ? ", " : "") + acc + std::to_string(g);
+      }
+      line(in, "#pragma omp simd reduction(+: " + accs + ")");
+      const std::string var = "L_" + s.var;
+      line(in, "for (kiln_i64 " + var + " = 0; " + var + " < " + expr(s.extent) + "; ++" + var +
+                   ") {");
+      for (std::int64_t g = 0; g < kKeyGroup; ++g) {
+        line(in + 1, "{");
+        line(in + 2, "const kiln_i64 " + r + " = " + start + " + " + grouped + " + " +
+                         std::to_string(g) + ";");
+        emit_nodes(homes_.reduce_scope(n), in + 2);
+        std::map<std::size_t, std::string> element;
+        for (std::size_t e = 0; e < s.args.size(); ++e) element[e] = value(s.args[e], nullptr);
+        std::map<std::size_t, std::string> pair{{0, acc + std::to_string(g)}};
+        pair[1] = value(m.lift[0], &element);
+        line(in + 2, acc + std::to_string(g) + " = " + value(m.combine[0], &pair) + ";");
+        line(in + 1, "}");
+      }
+      line(in, "}");
+      for (std::int64_t g = 0; g < kKeyGroup; ++g) {
+        std::map<std::size_t, std::string> state{{0, acc + std::to_string(g)}};
+        line(in, std::string("const ") + type + " v" + std::to_string(n) + "_g" +
+                     std::to_string(g) + " = " + value(m.finalize, &state) + ";");
+      }
+    }
+    for (ScalarId n : plan.key_arrays) {
+      for (std::int64_t g = 0; g < kKeyGroup; ++g) {
+        line(in, "kd" + std::to_string(n) + "[" + grouped + " + " + std::to_string(g) + "] = v" +
+                     std::to_string(n) + "_g" + std::to_string(g) + ";");
+      }
+    }
+    line(indent, "}");
+  }
+
+  // The weighted values of kValueGroup keys per pass over the columns: a[c] is read and written
+  // once for the group, and adds their terms in key order (as key by key). Leaves `valued` at
+  // the first key not done.
+  void emit_value_groups(const RowStatePlan& plan, const std::string& valued,
+                         const std::string& count, const std::string& start,
+                         const std::string& weights, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const std::string r = "L_" + s.var;
+    const std::string group = std::to_string(kValueGroup);
+    const std::string sum = "ky" + std::to_string(plan.reduce);
+    line(indent, "for (; " + valued + " + " + group + " <= " + count + "; " + valued + " += " +
+                     group + ") {");
+    open_column_loop(plan, plan.column_nodes, indent + 1);
+    line(indent + 2, std::string(compute_type(s.dtype)) + " " + sum + " = " + row_state(plan, 2) +
+                         ";");
+    for (std::int64_t g = 0; g < kValueGroup; ++g) {
+      const std::string at = valued + " + " + std::to_string(g);
+      line(indent + 2, "{");
+      line(indent + 3, "const kiln_i64 " + r + " = " + start + " + " + at + ";");
+      for (ScalarId n : plan.column_nodes) emit_node(n, indent + 3);
+      line(indent + 3, sum + " += " + weights + "[" + at + "] * " + value(s.args[1], nullptr) +
+                           ";");
+      line(indent + 2, "}");
+    }
+    line(indent + 2, row_state(plan, 2) + " = " + sum + ";");
+    line(indent + 1, "}");
     line(indent, "}");
   }
 
@@ -784,8 +973,9 @@ class Renderer {
     return "a" + std::to_string(plan.reduce) + "_" + std::to_string(k);
   }
   // State component k as read and written in the column loop.
-  static std::string row_state(const RowStatePlan& plan, std::size_t k) {
-    return row_state_name(plan, k) + (plan.shared_state[k] ? "" : "[" + column(plan) + "]");
+  std::string row_state(const RowStatePlan& plan, std::size_t k) const {
+    return row_state_name(plan, k) + (row_tile_ ? "[ki]" : "") +
+           (plan.shared_state[k] ? "" : "[" + column(plan) + "]");
   }
   // Its new value in one fold step.
   static std::string folded(const RowStatePlan& plan, std::size_t k) {
@@ -846,6 +1036,8 @@ class Renderer {
   NodeHomes homes_;
   std::optional<RowStatePlan> row_state_;
   std::string symbol_suffix_;
+  // Rows of the loop around the row state done together (kRowTile), or 0.
+  std::int64_t row_tile_ = 0;
   // Names of nodes held elsewhere than `v<id>` (a row-state reduction's row inputs, in arrays)
   // and of the shared parts of its combine expressions (computed once per r).
   std::map<ScalarId, std::string> renamed_;

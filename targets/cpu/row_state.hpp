@@ -53,6 +53,13 @@ constexpr std::int64_t kMinColumnsForSharedLoads = 8;
 // Keys per block of the blocked online-softmax fold: the scores, exps and weights of a block
 // are stack arrays of this many floats, a few vectors wide.
 constexpr std::int64_t kKeyBlock = 32;
+// Keys whose inner reductions (q.k) run in one loop, an accumulator each, and keys whose
+// weighted values are added in one pass over the columns (codegen.cpp).
+constexpr std::int64_t kKeyGroup = 8;
+constexpr std::int64_t kValueGroup = 4;
+// Rows whose folds take each key block in turn, so that the block's keys and values are read
+// from memory once for them all (codegen.cpp).
+constexpr std::int64_t kRowTile = 8;
 
 struct RowStatePlan {
   graph::ScalarId reduce = 0;        // the Reduce folded for every column at once

@@ -259,9 +259,15 @@ TEST_CASE("cpu row state: in blocks of keys, the online softmax rescales once pe
   INFO(code);
   const std::string id = std::to_string(plan->reduce);
   const std::string block = std::to_string(targets::cpu::kKeyBlock);
-  // The state as key by key; the block's scores and weights in arrays of the block's keys.
-  CHECK(contains(code, "float a" + id + "_0 = (-__builtin_inff());"));
-  CHECK(contains(code, "float a" + id + "_2[32];"));
+  // The state as key by key, for each row of a tile of kRowTile rows that take each block in
+  // turn; the block's scores and weights in arrays of the block's keys.
+  const std::string tile = std::to_string(targets::cpu::kRowTile);
+  CHECK(contains(code, "float a" + id + "_0[" + tile + "];"));
+  CHECK(contains(code, "a" + id + "_0[ki] = (-__builtin_inff());"));
+  CHECK(contains(code, "float a" + id + "_2[" + tile + "][32];"));
+  CHECK(contains(code, "for (kiln_i64 kt_" + body.loops()[1].var + " = 0; kt_" +
+                           body.loops()[1].var + " < D_seq; kt_" + body.loops()[1].var + " += " +
+                           tile + ") {"));
   CHECK(contains(code, "float ks" + id + "[" + block + "];"));
   CHECK(contains(code, "float kw" + id + "[" + block + "];"));
   // The ragged last block: the keys of a block are the block's size or what is left.
@@ -274,9 +280,16 @@ TEST_CASE("cpu row state: in blocks of keys, the online softmax rescales once pe
   const std::size_t weighted = code.find("const float w = kw" + id + "[kj" + id + "];");
   REQUIRE(weighted != std::string::npos);
   CHECK(code.find("kiln_exp2f(", weighted) == std::string::npos);
-  const std::size_t rescale = code.find("a" + id + "_2[L_" + plan->column_var + "] *= kc" + id + ";");
+  const std::size_t rescale = code.find("a" + id + "_2[ki][L_" + plan->column_var + "] *= kc" + id + ";");
   CHECK(rescale > blocks);
   CHECK(rescale < weighted);
+  // q.k for kKeyGroup keys in one loop, an accumulator each; the weighted values of
+  // kValueGroup keys in one pass over the columns; the keys left after the groups one by one.
+  CHECK(contains(code, "for (; kf" + id + " + " + std::to_string(targets::cpu::kKeyGroup) + " <= kn" + id));
+  CHECK(contains(code, "_g" + std::to_string(targets::cpu::kKeyGroup - 1) + " = (0.0f);"));
+  CHECK(contains(code, "for (; kv" + id + " + " + std::to_string(targets::cpu::kValueGroup) + " <= kn" + id));
+  CHECK(contains(code, "for (kiln_i64 kj" + id + " = kf" + id + "; kj" + id + " < kn" + id));
+  CHECK(contains(code, "for (kiln_i64 kj" + id + " = kv" + id + "; kj" + id + " < kn" + id));
   // The causal select guards q.k: a key it masks skips the dot product and scores -inf.
   REQUIRE(plan->key_guard);
   CHECK(plan->guard_selects);
