@@ -302,10 +302,15 @@ std::string machine_fingerprint() {
     }
     struct utsname names {};
     const std::string machine = ::uname(&names) == 0 ? names.machine : "unknown";
-    const char* omp = std::getenv("OMP_NUM_THREADS");
+    // The OpenMP settings a time depends on: the thread count, and how idle threads wait
+    // (targets/cpu/jit.cpp sets a bounded spin before any target measures).
+    std::string omp;
+    for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+      const char* value = std::getenv(name);
+      omp += std::string(";") + name + "=" + (value ? value : "");
+    }
     return "cpu=" + model + ";arch=" + machine +
-           ";threads=" + std::to_string(std::thread::hardware_concurrency()) +
-           ";omp=" + (omp ? omp : "");
+           ";threads=" + std::to_string(std::thread::hardware_concurrency()) + omp;
   }();
   return fingerprint;
 }

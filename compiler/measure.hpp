@@ -92,7 +92,7 @@ std::vector<std::vector<double>> random_inputs(const Candidate& candidate,
                                                const graph::DimValues& dims, std::uint64_t seed);
 
 // The machine a measurement was taken on: CPU model (/proc/cpuinfo), `uname -m`, hardware
-// threads and OMP_NUM_THREADS. Part of every cache key.
+// threads, OMP_NUM_THREADS and the OpenMP wait policy. Part of every cache key.
 std::string machine_fingerprint();
 
 // For candidates only worth knowing when faster than a known program: a first run of at least

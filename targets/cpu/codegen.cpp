@@ -114,9 +114,9 @@ static inline float kiln_log2f(float x) {
 
 namespace {
 
-// Scalar operations a parallel loop must hold to be split across threads: waking the threads
-// (asleep: OMP_WAIT_POLICY passive, threads.cpp) and joining them costs tens of microseconds,
-// about as much as this much work on one core.
+// Scalar operations a parallel loop must hold to be split across threads: waking threads that
+// have gone to sleep (after their bounded spin, jit.cpp) and joining them costs tens of
+// microseconds, about as much as this much work on one core.
 constexpr long long kParallelWork = 1 << 18;
 // Iterations of the outer loops that are enough to share among threads, leaving the innermost
 // loop out of the collapse (see emit_output_scope).

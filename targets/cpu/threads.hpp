@@ -8,8 +8,8 @@
 //
 // The pool is reached through one small function compiled by the JIT with the kernels' flags
 // (kiln's own code does not link OpenMP): the runtime is then loaded by the first kernel
-// library, after JitCompiler has set its wait policy (jit.cpp: idle threads sleep rather than
-// spin), which libgomp reads once, when it is loaded.
+// library, after JitCompiler has set its wait policy (jit.cpp: idle threads spin briefly, then
+// sleep), which libgomp reads once, when it is loaded.
 #pragma once
 
 #include "targets/cpu/jit.hpp"
