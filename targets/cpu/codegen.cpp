@@ -108,6 +108,33 @@ static inline float kiln_log2f(float x) {
   r = x == 0.0f ? -__builtin_inff() : r;
   return ((x < 0.0f) | (x != x)) ? __builtin_nanf("") : r;
 }
+static inline float kiln_sinf(float x) {
+  // x = q * pi/2 + r, q = round(x * 2/pi), reduced in double with pi/2 in two parts (the
+  // first of 24 bits, so q times it is exact for |q| < 2^29: |x| below 8e8, which covers every
+  // rotary position); then sin or cos of r in [-pi/4, pi/4] by their Taylor polynomials (next
+  // terms < 2e-9), chosen and signed by q mod 4. Infinities and NaN give NaN; past 8e8 the
+  // result stays in [-1, 1] but loses digits. Selects, not branches: it vectorizes.
+  const double xd = x;
+  const double q = __builtin_rint(xd * 0.63661977236758134);
+  float r = (float)((xd - q * 1.57079637050628662109375) + q * 4.3711390001862426e-8);
+  r = r > 0.7854f ? 0.7854f : (r < -0.7854f ? -0.7854f : r);
+  const double m = q - 4.0 * __builtin_floor(q * 0.25);  // q mod 4, NaN for infinite q
+  const int k = (int)(m == m ? m : 0.0);
+  const float r2 = r * r;
+  float s = 2.7557319e-6f;  // 1/9!
+  s = s * r2 - 1.9841270e-4f;
+  s = s * r2 + 8.3333333e-3f;
+  s = s * r2 - 1.6666667e-1f;
+  s = r + r * r2 * s;
+  float c = -2.7557319e-7f;  // -1/10!
+  c = c * r2 + 2.4801587e-5f;
+  c = c * r2 - 1.3888889e-3f;
+  c = c * r2 + 4.1666667e-2f;
+  c = c * r2 - 0.5f;
+  c = 1.0f + r2 * c;
+  const float v = (k & 1) ? c : s;
+  return (k & 2) ? -v : v;
+}
 )";
   return text;
 }
@@ -268,8 +295,8 @@ class Renderer {
     auto math = [&](const char* name) {
       return rounded(std::string("__builtin_") + name + (f64 ? "" : "f") + "(" + a(0) + ")", t);
     };
-    // exp2 and log2 in float: the prelude's branch-free versions, which vectorize (libm's are
-    // calls); double keeps libm's.
+    // exp2, log2 and sin in float: the prelude's branch-free versions, which vectorize (libm's
+    // are calls); double keeps libm's.
     auto vector_math = [&](const char* name) {
       if (f64) return math(name);
       return rounded(std::string("kiln_") + name + "f(" + a(0) + ")", t);
@@ -296,7 +323,7 @@ class Renderer {
       case ScalarOp::Cast: return cast(a(0), nodes_[s.args[0]].dtype, t);
       case ScalarOp::Exp2: return vector_math("exp2");
       case ScalarOp::Log2: return vector_math("log2");
-      case ScalarOp::Sin: return math("sin");
+      case ScalarOp::Sin: return vector_math("sin");
       case ScalarOp::Sqrt: return math("sqrt");
       case ScalarOp::Recip:
         return rounded(std::string("(") + (f64 ? "1.0" : "1.0f") + " / " + a(0) + ")", t);
