@@ -19,4 +19,8 @@ std::vector<std::filesystem::path> rule_files_in(const char* env_var,
   return files;
 }
 
+std::filesystem::path shared_rule_file(const std::string& name) {
+  return std::filesystem::path(KILN_SHARED_RULES_DIR) / name;
+}
+
 }  // namespace kiln::targets

@@ -1,7 +1,9 @@
-// A target's own rule files: every *.egg of its rules/ folder, in name order.
+// A target's rule files: every *.egg of its own rules/ folder, in name order, and the shared
+// ones of targets/rules/ that it names (patterns over library ops several targets have).
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace kiln::targets {
@@ -10,5 +12,8 @@ namespace kiln::targets {
 // empty, else of `built_in` (fixed at build time); none when the folder does not exist.
 std::vector<std::filesystem::path> rule_files_in(const char* env_var,
                                                  const std::filesystem::path& built_in);
+
+// targets/rules/`name`, the folder fixed at build time.
+std::filesystem::path shared_rule_file(const std::string& name);
 
 }  // namespace kiln::targets

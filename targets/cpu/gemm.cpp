@@ -9,6 +9,7 @@
 #include "support/diagnostic.hpp"
 #include "targets/cpu/gemv.hpp"
 #include "targets/cpu/threads.hpp"
+#include "targets/cpu/vector_clones.hpp"
 #include "targets/gemm_reference.hpp"
 
 namespace kiln::targets::cpu {
@@ -75,11 +76,41 @@ std::optional<GemvOperands> streaming_operands(const GemmShape& s, const float* 
 
 // The blocks of one product: every batch entry split into `parts` slices of C's longer side
 // (of the output vector for a matrix-vector product).
+// The epilogue on rows [i0, i1) and columns [j0, j1) of C, just written by this thread: the
+// bias row added, then ReLU as the graph writes it, y * (0 < y) (so -inf and NaN give NaN).
+template <class T>
+KILN_INLINE void epilogue_rows(const T* bias, T* c, long long ldc, bool relu, long long i0,
+                               long long i1, long long j0, long long j1) {
+  for (long long i = i0; i < i1; ++i) {
+    T* row = c + i * ldc;
+    if (relu) {
+      for (long long j = j0; j < j1; ++j) {
+        const T y = row[j] + bias[j];
+        row[j] = y * static_cast<T>(T(0) < y);
+      }
+    } else {
+      for (long long j = j0; j < j1; ++j) row[j] += bias[j];
+    }
+  }
+}
+// One clone per x86 level (the library is built for the baseline): the loops vectorize.
+KILN_VECTOR_CLONES
+void epilogue_block(const float* bias, float* c, long long ldc, bool relu, long long i0,
+                    long long i1, long long j0, long long j1) {
+  epilogue_rows(bias, c, ldc, relu, i0, i1, j0, j1);
+}
+KILN_VECTOR_CLONES
+void epilogue_block(const double* bias, double* c, long long ldc, bool relu, long long i0,
+                    long long i1, long long j0, long long j1) {
+  epilogue_rows(bias, c, ldc, relu, i0, i1, j0, j1);
+}
+
 template <class T>
 struct Blocks {
   const GemmShape& s;
   const T* a;
   const T* b;
+  const T* bias;  // null without an epilogue
   T* c;
   bool streaming;
   long long parts;
@@ -93,16 +124,19 @@ struct Blocks {
     const T* ap = a + s.offset_a + p * s.stride_a;
     const T* bp = b + s.offset_b + p * s.stride_b;
     T* cp = c + p * s.stride_c;
+    bool done = false;
     if constexpr (sizeof(T) == 4) {
       if (streaming) {
         gemv_range(*streaming_operands(s, ap, bp, cp), first, last);
-        return;
+        done = true;
       }
     }
-    if (along_n) {
-      gemm_block(s, ap, bp, cp, 0, s.m, first, last);
-    } else {
-      gemm_block(s, ap, bp, cp, first, last, 0, s.n);
+    // The block is C's columns [first, last) along n, else its rows.
+    const long long i0 = along_n ? 0 : first, i1 = along_n ? s.m : last;
+    const long long j0 = along_n ? first : 0, j1 = along_n ? last : s.n;
+    if (!done) gemm_block(s, ap, bp, cp, i0, i1, j0, j1);
+    if (bias) {
+      epilogue_block(bias, cp, s.ldc, s.activation == GemmActivation::Relu, i0, i1, j0, j1);
     }
   }
 };
@@ -110,7 +144,8 @@ struct Blocks {
 // Runs the batch * parts blocks on the pool's threads (on this thread alone when `parallel`
 // is false).
 template <class T>
-void run_blocks(const GemmShape& s, const T* a, const T* b, T* c, bool streaming, bool parallel) {
+void run_blocks(const GemmShape& s, const T* a, const T* b, const T* bias, T* c, bool streaming,
+                bool parallel) {
   const int threads = parallel ? threads_in_use() : 1;
   // Enough blocks to keep every thread busy; whole batch entries when there are enough of them.
   const long long parts = s.batch >= threads ? 1 : (threads + s.batch - 1) / s.batch;
@@ -119,7 +154,7 @@ void run_blocks(const GemmShape& s, const T* a, const T* b, T* c, bool streaming
   const long long side = along_n ? s.n : s.m;
   // Slices in multiples of 16 (a cache line of f32 in C, four rows of a gemv).
   const long long chunk = std::max<long long>(16, (side + parts - 1) / parts + 15) / 16 * 16;
-  const Blocks<T> blocks{s, a, b, c, streaming, parts, along_n, side, chunk};
+  const Blocks<T> blocks{s, a, b, bias, c, streaming, parts, along_n, side, chunk};
   const long long count = s.batch * parts;
   if (threads <= 1) {
     for (long long block = 0; block < count; ++block) blocks.run(block);
@@ -135,29 +170,37 @@ template <class T>
 void gemm_typed(const GemmShape& s, const std::vector<void*>& buffers) {
   const T* a = static_cast<const T*>(buffers[0]);
   const T* b = static_cast<const T*>(buffers[1]);
-  T* c = static_cast<T*>(buffers[2]);
+  const T* bias = s.bias ? static_cast<const T*>(buffers[2]) : nullptr;
+  T* c = static_cast<T*>(buffers[s.inputs()]);
   bool streaming = false;
   if constexpr (sizeof(T) == 4) streaming = streaming_operands(s, a, b, c).has_value();
   const double work = static_cast<double>(s.batch) * static_cast<double>(s.m) *
                       static_cast<double>(s.n) * static_cast<double>(s.k);
   const bool parallel = work >= (streaming ? kGemvParallelElements : kGemmParallelWork);
-  run_blocks(s, a, b, c, streaming, parallel);
+  run_blocks(s, a, b, bias, c, streaming, parallel);
 }
 
 }  // namespace
 
 bool gemm_supported(const runtime::LibraryCall& call) {
-  // No epilogue params: OpenBLAS's gemm computes the plain product only.
-  const bool plain = !call.params.count("bias") && !call.params.count("accumulate") &&
-                     !call.params.count("activation");
-  return call.op == "gemm" && plain &&
+  // Epilogues: a bias row and ReLU (gemm_epilogue.egg), applied per block; no beta = 1
+  // accumulation and no GELU. Params that are not constants are not known here: refused.
+  auto constant = [&](const char* name, std::int64_t allowed_max) {
+    auto it = call.params.find(name);
+    if (it == call.params.end()) return true;
+    const std::optional<std::int64_t> v = it->second.as_constant();
+    return v && *v >= 0 && *v <= allowed_max;
+  };
+  return call.op == "gemm" && constant("bias", 1) && constant("accumulate", 0) &&
+         constant("activation", static_cast<std::int64_t>(GemmActivation::Relu)) &&
          (call.dtype == graph::DType::F32 || call.dtype == graph::DType::F64);
 }
 
 void gemm_cpu(const runtime::LibraryCall& call, const std::vector<void*>& buffers,
               const graph::DimValues& dims) {
-  KILN_ASSERT(gemm_supported(call) && buffers.size() == 3, "gemm_cpu: unsupported call");
   const GemmShape s = gemm_shape(call, dims);
+  KILN_ASSERT(gemm_supported(call) && buffers.size() == s.inputs() + 1,
+              "gemm_cpu: unsupported call");
   if (s.batch <= 0 || s.m <= 0 || s.n <= 0) return;
   if (call.dtype == graph::DType::F32) {
     gemm_typed<float>(s, buffers);

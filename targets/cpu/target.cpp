@@ -65,9 +65,12 @@ class CpuTarget final : public runtime::Target {
   }
   std::string name() const override { return "cpu"; }
   const runtime::Capabilities& capabilities() const override { return capabilities_; }
-  // targets/cpu/rules/*.egg in name order ($KILN_CPU_RULES_DIR overrides the folder).
+  // targets/cpu/rules/*.egg in name order ($KILN_CPU_RULES_DIR overrides the folder), then
+  // the shared bias and ReLU epilogue (gemm.cpp runs it).
   std::vector<std::filesystem::path> rule_files() const override {
-    return rule_files_in("KILN_CPU_RULES_DIR", KILN_CPU_RULES_DIR);
+    std::vector<std::filesystem::path> files = rule_files_in("KILN_CPU_RULES_DIR", KILN_CPU_RULES_DIR);
+    files.push_back(shared_rule_file("gemm_epilogue.egg"));
+    return files;
   }
   bool supports(const graph::Body&) const override { return true; }
   bool supports(const runtime::LibraryCall& call) const override {

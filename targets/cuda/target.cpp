@@ -57,7 +57,11 @@ CudaTarget::CudaTarget() : compiler_(device_arch()) {
 }
 
 std::vector<std::filesystem::path> CudaTarget::rule_files() const {
-  return rule_files_in("KILN_CUDA_RULES_DIR", KILN_CUDA_RULES_DIR);
+  // The shared epilogue matches only products that have a Gemm, which this folder's gemm.egg
+  // gives: with the folder overridden to none, kernels only.
+  std::vector<std::filesystem::path> files = rule_files_in("KILN_CUDA_RULES_DIR", KILN_CUDA_RULES_DIR);
+  files.push_back(shared_rule_file("gemm_epilogue.egg"));
+  return files;
 }
 
 bool CudaTarget::supports(const runtime::LibraryCall& call) const {

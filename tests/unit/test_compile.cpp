@@ -425,7 +425,8 @@ TEST_CASE("compile: a Linear layer's bias and ReLU become one gemm call with the
   compiler::Measurer measurer(*target, dir / "cache");
   compiler::CompileOptions o = options({});
   const fs::path cuda_rules = fs::path(KILN_SOURCE_DIR) / "targets" / "cuda" / "rules";
-  o.extra_rules = {cuda_rules / "gemm.egg", cuda_rules / "gemm_epilogue.egg"};
+  o.extra_rules = {cuda_rules / "gemm.egg",
+                   fs::path(KILN_SOURCE_DIR) / "targets" / "rules" / "gemm_epilogue.egg"};
   const compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, o);
   // One call computes it all (a Gemm and a kernel for the rest take a second step).
   REQUIRE(p.llir.num_steps() == 1);

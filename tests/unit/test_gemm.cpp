@@ -16,12 +16,14 @@ using graph::Expr;
 
 namespace {
 
+// Runs `call` on `target` with `inputs` (A, B, then the bias where the call has one) and a C
+// of `c_size` elements filled with -7 (so untouched padding shows).
 std::vector<double> run_gemm(runtime::Target& target, const runtime::LibraryCall& call,
-                             const std::vector<double>& a, const std::vector<double>& b,
+                             const std::vector<const std::vector<double>*>& inputs,
                              std::size_t c_size) {
   runtime::Device& device = target.device();
   std::vector<void*> buffers;
-  for (const std::vector<double>* v : {&a, &b}) {
+  for (const std::vector<double>* v : inputs) {
     std::vector<std::byte> bytes = graph::to_native(*v, call.dtype);
     void* p = device.allocate(bytes.size());
     device.upload(p, bytes.data(), bytes.size());
@@ -29,11 +31,17 @@ std::vector<double> run_gemm(runtime::Target& target, const runtime::LibraryCall
   }
   std::vector<std::byte> c = graph::to_native(std::vector<double>(c_size, -7.0), call.dtype);
   buffers.push_back(device.allocate(c.size()));
-  device.upload(buffers[2], c.data(), c.size());
+  device.upload(buffers.back(), c.data(), c.size());
   device.call(call, buffers, {{"m", 5}});
-  device.download(c.data(), buffers[2], c.size());
+  device.download(c.data(), buffers.back(), c.size());
   for (void* p : buffers) device.release(p);
   return graph::from_native(c.data(), c_size, call.dtype);
+}
+
+std::vector<double> run_gemm(runtime::Target& target, const runtime::LibraryCall& call,
+                             const std::vector<double>& a, const std::vector<double>& b,
+                             std::size_t c_size) {
+  return run_gemm(target, call, {&a, &b}, c_size);
 }
 
 }  // namespace
@@ -147,4 +155,72 @@ TEST_CASE("gemm: split and matrix-vector products equal the reference", "[gemm][
     }
   }
   cpu->set_threads(0);
+}
+
+// The bias-and-ReLU epilogue (targets/rules/gemm_epilogue.egg) on every path of gemm.cpp: one
+// thread's whole product, split by rows and by columns of C, and the streaming products (one
+// row, one column, a few rows against weights stored as output rows), in f32 and f64, with
+// products of both signs so that ReLU cuts some; GELU and accumulation are refused.
+TEST_CASE("gemm: the bias and ReLU epilogue equals the reference on every path",
+          "[gemm][threads]") {
+  auto cpu = targets::make_target("cpu");
+  auto reference = targets::make_target("reference");
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  struct Shape {
+    long long m, n, k;
+  };
+  const std::vector<Shape> shapes = {{1, 301, 203}, {257, 1, 201}, {5, 301, 45},
+                                     {67, 203, 61}, {203, 37, 61}, {3, 4, 5}};
+  for (int threads : {1, 2}) {
+    cpu->set_threads(threads);
+    for (DType dtype : {DType::F32, DType::F64}) {
+      for (const Shape& sh : shapes) {
+        for (int ta = 0; ta < 2; ++ta) {
+          for (int tb = 0; tb < 2; ++tb) {
+            for (int activation = 0; activation < 2; ++activation) {
+              const long long lda = (ta ? sh.m : sh.k) + 1, ldb = (tb ? sh.k : sh.n) + 2;
+              const long long ldc = sh.n + 3;
+              runtime::LibraryCall call;
+              call.op = "gemm";
+              call.dtype = dtype;
+              call.params = {{"m", Expr(sh.m)},       {"n", Expr(sh.n)},
+                             {"k", Expr(sh.k)},       {"trans_a", Expr(ta)},
+                             {"trans_b", Expr(tb)},   {"lda", Expr(lda)},
+                             {"ldb", Expr(ldb)},      {"ldc", Expr(ldc)},
+                             {"bias", Expr(1)},       {"activation", Expr(activation)}};
+              REQUIRE(cpu->supports(call));
+              std::vector<double> a(static_cast<std::size_t>((ta ? sh.k : sh.m) * lda));
+              std::vector<double> b(static_cast<std::size_t>((tb ? sh.n : sh.k) * ldb));
+              std::vector<double> bias(static_cast<std::size_t>(sh.n));
+              for (double& x : a) x = dist(rng);
+              for (double& x : b) x = dist(rng);
+              for (double& x : bias) x = dist(rng);
+              const auto c_size = static_cast<std::size_t>(sh.m * ldc);
+              const std::vector<double> want = run_gemm(*reference, call, {&a, &b, &bias}, c_size);
+              const std::vector<double> got = run_gemm(*cpu, call, {&a, &b, &bias}, c_size);
+              std::size_t cut = 0;
+              for (std::size_t i = 0; i < c_size; ++i) {
+                INFO("threads " << threads << " m " << sh.m << " n " << sh.n << " k " << sh.k
+                                << " ta " << ta << " tb " << tb << " relu " << activation
+                                << " i " << i);
+                CHECK(got[i] == Approx(want[i]).epsilon(1e-5).margin(1e-5));
+                cut += (activation == 1 && want[i] == 0.0) ? 1 : 0;
+              }
+              if (activation == 1 && sh.m * sh.n > 20) CHECK(cut > 0);
+            }
+          }
+        }
+      }
+    }
+  }
+  runtime::LibraryCall gelu;
+  gelu.op = "gemm";
+  gelu.dtype = DType::F32;
+  gelu.params = {{"m", Expr(2)}, {"n", Expr(2)}, {"k", Expr(2)}, {"bias", Expr(1)},
+                 {"activation", Expr(2)}};
+  CHECK_FALSE(cpu->supports(gelu));
+  runtime::LibraryCall accumulate = gelu;
+  accumulate.params = {{"m", Expr(2)}, {"n", Expr(2)}, {"k", Expr(2)}, {"accumulate", Expr(1)}};
+  CHECK_FALSE(cpu->supports(accumulate));
 }
