@@ -2,6 +2,7 @@
 #include "targets/cpu/threads.hpp"
 
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include "support/diagnostic.hpp"
 
@@ -55,6 +56,16 @@ void load_thread_pool(JitCompiler& jit) {
   // OpenBLAS's own pool never runs: every library call is split across the OpenMP threads by
   // gemm.cpp, each block calling OpenBLAS on one thread.
   openblas_set_num_threads(1);
+  // Its pthread build starts that pool when it is loaded, and the pool's threads poll with
+  // sched_yield for their first ~0.1 s (2^28 cycles) before sleeping: a short program timed
+  // right after start-up shared the cores with them (`kiln compile mlp --dim batch=64`, 2
+  // threads, warm: 1.3-1.7 ms in 7 of 10 runs, 0.5 ms in the others and in every run with
+  // OPENBLAS_NUM_THREADS=1). Stop them; at one thread OpenBLAS never restarts them. Looked
+  // up by name: another BLAS need not have it.
+  using Shutdown = int (*)();
+  if (auto shutdown = reinterpret_cast<Shutdown>(::dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) {
+    shutdown();
+  }
 }
 
 int available_cores() {
