@@ -178,7 +178,6 @@ Value EGraph::canonical_container(const ContainerSort& sort, Value v) {
 bool EGraph::rebuild_pass() {
   std::uint64_t unions_before = union_find_.unions();
   HugePageVector<RowId>& stale = scratch_.stale;
-  HugePageVector<Value>& saved = scratch_.saved;
   HugePageVector<std::uint64_t>& hashes = scratch_.hashes;
   constexpr std::size_t kSlotAhead = 16, kRowAhead = 8;
   for (FunctionEntry& f : functions_) {
@@ -200,19 +199,12 @@ bool EGraph::rebuild_pass() {
       }
     }
     if (stale.empty()) continue;
-    // Kill all stale rows first so a re-written row never merges into a stale one. Each saved
-    // row is its cells, its subsumed flag and its origin.
-    std::size_t stride = width + 2;
+    // Kill all stale rows first so a re-written row never merges into a stale one. A killed
+    // row keeps its cells, subsumed flag and origin until compaction (after the last pass),
+    // so the re-writes below read them in place: no copy of the stale rows is made.
     std::size_t n = stale.size();
-    saved.resize(n * stride);
     hashes.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Value* row = t.row(stale[i]);
-      std::copy_n(row, width, &saved[i * stride]);
-      saved[i * stride + width] = t.subsumed(stale[i]);
-      saved[i * stride + width + 1] = t.origin(stale[i]);
-      hashes[i] = t.key_hash(row);
-    }
+    for (std::size_t i = 0; i < n; ++i) hashes[i] = t.key_hash(t.row(stale[i]));
     // The kills are independent: each one's index slot is loaded a few rows ahead, so the
     // cache misses of several kills overlap.
     for (std::size_t i = 0; i < n; ++i) {
@@ -227,7 +219,7 @@ bool EGraph::rebuild_pass() {
                       f.eq_columns.end();
     auto hash_ahead = [&](std::size_t i) {
       Value keys[kMaxColumns];
-      const Value* row = &saved[i * stride];
+      const Value* row = t.row(stale[i]);
       for (std::uint32_t c = 0; c + 1 < width; ++c) keys[c] = canonical_cell(f, c, row[c]);
       return t.key_hash(keys);
     };
@@ -241,13 +233,14 @@ bool EGraph::rebuild_pass() {
         t.prefetch_slot_of(hashes[i + kSlotAhead]);
       }
       if (look_ahead && i + kRowAhead < n) t.prefetch_row_of(hashes[i + kRowAhead]);
-      Value* row = &saved[i * stride];
-      for (std::uint32_t c = 0; c < width; ++c) row[c] = canonical_cell(f, c, row[c]);
+      // Copied out: write_row appends, which may move the table's cells.
+      Value row[kMaxColumns];
+      const Value* killed = t.row(stale[i]);
+      for (std::uint32_t c = 0; c < width; ++c) row[c] = canonical_cell(f, c, killed[c]);
       try {
-        std::uint64_t hash = f.table.key_hash(row);
-        write_row(f, f.table.find(row, hash), row, hash, canonical(f.decl.output, row[width - 1]),
-                  row[width] != 0,
-                  static_cast<OriginId>(row[width + 1]));
+        std::uint64_t hash = t.key_hash(row);
+        write_row(f, t.find(row, hash), row, hash, canonical(f.decl.output, row[width - 1]),
+                  t.subsumed(stale[i]), t.origin(stale[i]));
       } catch (...) {
         if (!failure) failure = std::current_exception();
       }

@@ -136,7 +136,6 @@ class EGraph {
   // instead of faulting in fresh ones every time. Scratch: a copy of the e-graph starts empty.
   struct RebuildScratch {
     HugePageVector<RowId> stale;
-    HugePageVector<Value> saved;
     HugePageVector<std::uint64_t> hashes;  // per stale row: its keys' hash, for kill and prefetch
     RebuildScratch() = default;
     RebuildScratch(const RebuildScratch&) {}

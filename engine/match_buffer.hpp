@@ -26,6 +26,10 @@ class MatchBuffer {
   std::size_t width() const { return width_; }
   std::uint64_t size() const { return count_; }
   bool wide() const { return wide_; }
+  // Bytes of memory held (for tests and reports).
+  std::size_t reserved_bytes() const {
+    return narrow_values_.capacity() * sizeof(std::uint32_t) + wide_values_.capacity() * sizeof(Value);
+  }
 
   // Appends one match of width() values.
   void push(const Value* match) {
@@ -43,6 +47,19 @@ class MatchBuffer {
     }
     wide_values_.insert(wide_values_.end(), match, match + width_);
     ++count_;
+  }
+
+  // Gives back the memory of a buffer that grew to huge-page size, and keeps a small one for
+  // the next iteration. Called once the matches are applied: the rebuild that follows, and the
+  // next iteration's appends, then reuse those pages instead of faulting in fresh memory,
+  // which lowers the run's peak (a large iteration stores tens of MB of matches).
+  void release_if_large() {
+    auto large = [](const auto& v) {
+      return v.capacity() * sizeof(v[0]) >= huge_pages::kThreshold;
+    };
+    if (large(narrow_values_)) narrow_values_ = {};
+    if (large(wide_values_)) wide_values_ = {};
+    start(width_);
   }
 
   // Copies match m (m < size()) into out[0, width()).

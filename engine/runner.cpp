@@ -347,6 +347,7 @@ bool Runner::iterate(const std::string& ruleset) {
       // file loaded among many (the compiler's).
       support::rethrow_with_note(e, "in rule '" + rule.name + "'");
     }
+    f.matches->release_if_large();
     if (egraph_.version() != version_before_rule) changed_by.push_back(&rule.name);
     report_.rules[rule.name].apply_seconds += seconds_since(t0);
   }

@@ -113,11 +113,9 @@ void Table::rebuild_indexes() {
   for (RowId r = 0; r < end(); ++r) {
     primary_.insert(key_hash(row(r)), r);
   }
-  for (auto& index : indexes_) {
-    index->clear(live_);
-    index->sync(end(), [](RowId) { return true; },
-                [&](RowId r) { return index->hash_row(row(r)); });
-  }
+  // The other indexes link the rows again when a search next asks for them (index()): after
+  // the last iteration of a run, or for an index no later rule uses, that work is never done.
+  for (auto& index : indexes_) index->clear(live_);
 }
 
 }  // namespace kiln::engine

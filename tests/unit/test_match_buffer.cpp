@@ -68,3 +68,28 @@ TEST_CASE("match buffer: matches of no values are counted", "[runner]") {
   for (int m = 0; m < 5; ++m) buffer.push(nullptr);
   REQUIRE(buffer.size() == 5);
 }
+
+TEST_CASE("match buffer: release_if_large gives back a huge buffer and keeps a small one", "[runner]") {
+  MatchBuffer buffer;
+  buffer.start(3);
+  const std::uint64_t count = 1000000;  // 12 MB narrow: past the huge-page threshold
+  for (std::uint64_t m = 0; m < count; ++m) buffer.push(match_of(m, count).data());
+  REQUIRE(buffer.reserved_bytes() >= count * 3 * sizeof(std::uint32_t));
+  buffer.release_if_large();
+  REQUIRE(buffer.size() == 0);
+  REQUIRE(buffer.reserved_bytes() == 0);
+  // Usable again at the same width, narrow and then widened.
+  for (std::uint64_t m = 0; m < 2000; ++m) buffer.push(match_of(m, 1500).data());
+  check_reads_back(buffer, 2000, 1500);
+
+  MatchBuffer small;
+  small.start(3);
+  for (std::uint64_t m = 0; m < 1000; ++m) small.push(match_of(m, 1000).data());
+  std::size_t kept = small.reserved_bytes();
+  REQUIRE(kept >= 1000 * 3 * sizeof(std::uint32_t));
+  small.release_if_large();
+  REQUIRE(small.size() == 0);
+  REQUIRE(small.reserved_bytes() == kept);
+  for (std::uint64_t m = 0; m < 1000; ++m) small.push(match_of(m, 1000).data());
+  check_reads_back(small, 1000, 1000);
+}

@@ -231,6 +231,38 @@ TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and i
   CHECK(index_lookup(t, by_output, {3}).count(r) == 1);
 }
 
+TEST_CASE("table: after compaction an index is relinked when next asked for, kills and appends in between", "[engine]") {
+  Table t(1);
+  const std::size_t n = 4000;
+  for (std::size_t i = 0; i < n; ++i) {
+    Value k[] = {i};
+    t.append(k, i % 13, 1, false);
+  }
+  const ColumnIndex& by_output = t.index(0b10);
+  for (RowId r = 0; r < n; ++r) {
+    if (r % 4 != 0) t.kill(r);
+  }
+  t.compact_if_sparse();
+  REQUIRE(t.end() == 1000);
+  // Before the index is asked for again: kill some of the renumbered rows, append new ones
+  // whose outputs collide with old chains.
+  for (RowId r = 0; r < t.end(); r += 5) t.kill(r);
+  for (std::size_t i = 0; i < 300; ++i) {
+    Value k[] = {n + i};
+    t.append(k, i % 13, 2, false);
+  }
+  for (Value o = 0; o < 13; ++o) {
+    std::set<RowId> expected = scan(t, {1}, {o});
+    REQUIRE(!expected.empty());
+    REQUIRE(index_lookup(t, by_output, {o}) == expected);
+  }
+  // Kills after the relink leave the chains at once.
+  for (RowId r = 1; r < t.end(); r += 3) {
+    if (t.alive(r)) t.kill(r);
+  }
+  for (Value o = 0; o < 13; ++o) REQUIRE(index_lookup(t, by_output, {o}) == scan(t, {1}, {o}));
+}
+
 TEST_CASE("table: compaction waits until dead rows are many and outnumber live ones", "[engine]") {
   struct Case {
     Value rows;
