@@ -1,6 +1,7 @@
 // Reordering output loops; see body_reorder.hpp.
 #include "graph/body_reorder.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -34,7 +35,9 @@ Body reorder_loops(const Body& body, const std::vector<std::size_t>& order) {
   }
   BodyBuilder b(body.inputs());
   std::map<std::string, Expr> subst;
-  for (std::size_t k : order) subst[loops[k].var] = b.output_loop(loops[k].extent, loops[k].parallel);
+  for (std::size_t k : order) {
+    subst[loops[k].var] = b.output_loop(loops[k].extent, loops[k].parallel);
+  }
   std::map<std::string, Expr> extents;
   BodyCopier copier(b, body, subst, [](std::size_t k) { return k; }, Expr(1), extents);
   return copier.finish(body.output_aliases());

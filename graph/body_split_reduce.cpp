@@ -37,6 +37,12 @@ std::size_t same_slot(std::size_t k) { return k; }
 
 }  // namespace
 
+std::optional<ScalarId> outermost_reduce(const Body& body) {
+  const std::set<ScalarId> reduces = outermost_reduces(body);
+  if (reduces.size() != 1) return std::nullopt;
+  return *reduces.begin();
+}
+
 SplitReduce split_reduce(const Body& body, std::int64_t parts) {
   if (parts < 2) throw UserError("a reduction split into " + std::to_string(parts) + " parts");
   if (body.store_row()) throw UserError("the Body writes rows through an index (Scatter)");

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "graph/body.hpp"
 
@@ -29,6 +30,10 @@ struct SplitReduce {
   // Reads the Body's inputs, then the partial states as its last input.
   Body combine;
 };
+
+// The reduction split_reduce splits: the Body's one Reduce outside every other (reached from its
+// value without entering another's elements); nullopt when there are none or several.
+std::optional<ScalarId> outermost_reduce(const Body& body);
 
 // The Body's one reduction outside every other (its value's, not nested in another's elements)
 // split into `parts` chunks. A UserError says why when it cannot be done: fewer than 2 parts,

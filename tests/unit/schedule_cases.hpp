@@ -19,7 +19,9 @@ namespace kiln::testing {
 // "" when every load and store of `c` is proven in bounds at its own dims, else why not.
 inline std::string bounds_proof(const BodyCase& c) {
   std::vector<graph::Expr> sizes;
-  for (const auto& in : c.inputs) sizes.push_back(graph::Expr(static_cast<std::int64_t>(in.size())));
+  for (const auto& in : c.inputs) {
+    sizes.push_back(graph::Expr(static_cast<std::int64_t>(in.size())));
+  }
   graph::DimRanges ranges;
   for (const auto& [name, value] : c.dims) ranges[name] = graph::Interval::exactly(value);
   return graph::prove_in_bounds(c.body, sizes, ranges);
