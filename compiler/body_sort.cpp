@@ -5,9 +5,13 @@
 #include <string>
 
 #include "compiler/sorts.hpp"
+#include "graph/body_folds_products.hpp"
 #include "graph/body_inline.hpp"
 #include "graph/body_merge_inputs.hpp"
 #include "graph/body_online_softmax.hpp"
+#include "graph/body_reorder.hpp"
+#include "graph/body_split_reduce.hpp"
+#include "graph/body_tile.hpp"
 
 namespace kiln::compiler {
 
@@ -87,6 +91,86 @@ void add_body_primitives(engine::EGraph& egraph, const GraphSorts& s) {
                                   return true;
                                 })});
   }
+  // --- Schedules (rules/schedule/) ---
+  // (body-tile b loop tile): output loop `loop` in tiles of `tile` (graph/body_tile.hpp).
+  table.add(engine::Primitive{"body-tile", {s.body, s.i64, s.i64}, s.body, false,
+                              guarded([bs, slot_of](const engine::Value* a, std::size_t,
+                                                    engine::Value& r) {
+                                r = bs->make(graph::tile_loop(bs->get(a[0]), slot_of(a[1]),
+                                                              engine::I64Sort::get(a[2])));
+                                return true;
+                              })});
+  // (body-reorder b from to): output loop `from` moved to place `to`, the others keeping their
+  // order (graph/body_reorder.hpp).
+  table.add(engine::Primitive{"body-reorder", {s.body, s.i64, s.i64}, s.body, false,
+                              guarded([bs, slot_of](const engine::Value* a, std::size_t,
+                                                    engine::Value& r) {
+                                const graph::Body& b = bs->get(a[0]);
+                                r = bs->make(graph::reorder_loops(
+                                    b, graph::move_loop_order(b.loops().size(), slot_of(a[1]),
+                                                              slot_of(a[2]))));
+                                return true;
+                              })});
+  // (body-split-partial b parts) and (body-split-combine b parts): the two kernels of b's
+  // reduction split into `parts` chunks (graph/body_split_reduce.hpp); the combine reads b's
+  // inputs, then the partial states.
+  for (const bool partial : {true, false}) {
+    table.add(engine::Primitive{
+        partial ? "body-split-partial" : "body-split-combine", {s.body, s.i64}, s.body, false,
+        guarded([bs, partial](const engine::Value* a, std::size_t, engine::Value& r) {
+          graph::SplitReduce split = graph::split_reduce(bs->get(a[0]), engine::I64Sort::get(a[1]));
+          r = bs->make(partial ? split.partial : split.combine);
+          return true;
+        })});
+  }
+  // (body-folds-products b): whether b folds products of two inputs (graph::folds_products: a
+  // matrix product in its loops, whose blocks tiling reuses).
+  const std::optional<engine::SortId> boolean = egraph.find_sort("bool");
+  KILN_ASSERT(boolean.has_value(), "add_body_primitives: the builtin sorts are not registered");
+  table.add(engine::Primitive{
+      "body-folds-products", {s.body}, *boolean, false,
+      [bs](const engine::Value* a, std::size_t, engine::Value& r) {
+        r = engine::BoolSort::make(graph::folds_products(bs->get(a[0])));
+        return true;
+      }});
+  // (body-iterations b): the output loops' trip count; fails when it names a dim.
+  table.add(engine::Primitive{
+      "body-iterations", {s.body}, s.i64, false,
+      [bs](const engine::Value* a, std::size_t, engine::Value& r) {
+        graph::Expr n(1);
+        for (const graph::Loop& l : bs->get(a[0]).loops()) n = n * l.extent;
+        const std::optional<std::int64_t> k = n.as_constant();
+        if (!k) return fail_because("the loops' trip count names a dim");
+        r = engine::I64Sort::make(*k);
+        return true;
+      }});
+  // (body-reduce-extent b): the extent of the reduction body-split-* split (b's one outermost
+  // reduction); fails when it names a dim or there is no such reduction.
+  // (body-reduce-symbolic b): whether that extent names a dim (a KV cache's length).
+  auto split_extent = [bs](engine::Value body) -> std::optional<graph::Expr> {
+    const graph::Body& b = bs->get(body);
+    const std::optional<graph::ScalarId> r = graph::outermost_reduce(b);
+    if (!r) return std::nullopt;
+    return b.scalar(*r).extent;
+  };
+  table.add(engine::Primitive{
+      "body-reduce-extent", {s.body}, s.i64, false,
+      [split_extent](const engine::Value* a, std::size_t, engine::Value& r) {
+        const std::optional<graph::Expr> e = split_extent(a[0]);
+        if (!e) return fail_because("the Body has no single outermost reduction");
+        const std::optional<std::int64_t> k = e->as_constant();
+        if (!k) return fail_because("the reduction's extent names a dim");
+        r = engine::I64Sort::make(*k);
+        return true;
+      }});
+  table.add(engine::Primitive{
+      "body-reduce-symbolic", {s.body}, *boolean, false,
+      [split_extent](const engine::Value* a, std::size_t, engine::Value& r) {
+        const std::optional<graph::Expr> e = split_extent(a[0]);
+        if (!e) return fail_because("the Body has no single outermost reduction");
+        r = engine::BoolSort::make(!e->as_constant().has_value());
+        return true;
+      }});
   table.add(engine::Primitive{"body-key", {s.body}, s.string, false,
                               [bs, str](const engine::Value* a, std::size_t, engine::Value& r) {
                                 const support::Hash128 key = bs->get(a[0]).key();

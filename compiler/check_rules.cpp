@@ -126,13 +126,15 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
   };
 
   // A Kernel made by a fusion rule (a ruleset fusion*) computes its producers' e-classes too,
-  // from their one-op Kernels, and extends another rule's Kernel: where any rule of the group
-  // is wrong, it may inherit that error. So the other Kernels are judged first (subsumed ones
-  // too: a wrong Kernel extended by fusion is subsumed), and fused ones only when nothing in
-  // the group failed.
+  // from their one-op Kernels, and extends another rule's Kernel; a schedule rule's (schedule*)
+  // transforms another rule's Kernel: where any rule of the group is wrong, either may inherit
+  // that error. So the other Kernels are judged first (subsumed ones too: a wrong Kernel
+  // extended by fusion is subsumed), and these only when nothing in the group failed.
   std::set<std::string> fusion_rules;
   for (const engine::Rule& rule : session.rules()) {
-    if (rule.ruleset.rfind("fusion", 0) == 0) fusion_rules.insert(rule.name);
+    if (rule.ruleset.rfind("fusion", 0) == 0 || rule.ruleset.rfind("schedule", 0) == 0) {
+      fusion_rules.insert(rule.name);
+    }
   }
   auto fused = [&](const CandidateInfo& c) { return fusion_rules.count(view.origin(c.node)) > 0; };
 
@@ -196,7 +198,8 @@ void check_group(const ChunkGraph& chunk, const CheckRulesOptions& options, Meas
     const ClassValue* want = values.get(c.output);
     const std::string why =
         got[r].ok() ? graph::mismatch(got[r].output, want->data, want->dtype,
-                                      reduction_length(runnable[r], dims))
+                                      reduction_length(runnable[r], dims) *
+                                          values.upstream_reduction(c.inputs))
                     : "it failed to run: " + got[r].failure;
     record(view.origin(c.node), values.describe(c.node), want, why);
   }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/builtins.hpp"
+#include "graph/compare.hpp"
 #include "graph/hlir.hpp"
 #include "graph/memory_estimate.hpp"
 #include "support/diagnostic.hpp"
@@ -108,6 +109,7 @@ ClassValues::Evaluated ClassValues::evaluate(const ENode& node) {
     else out.why = "its buffer has no value";
     return out;
   }
+  if (name == "Kernel") return evaluate_kernel(node);
   const bool no_copy = name == "ScatterNoCopy";  // computes what Scatter does, in place
   std::optional<Op> op = no_copy ? std::optional<Op>(Op::Scatter) : op_named(name);
   if (!op || *op == Op::Input || *op == Op::CustomOp) {
@@ -195,6 +197,49 @@ ClassValues::Evaluated ClassValues::evaluate(const ENode& node) {
     for (std::size_t i = 0; i < producers.size(); ++i) g.add_edge(producers[i], id, i, views[i]);
     std::vector<std::vector<double>> values = graph::interpret_all(g, dims_, feeds);
     out.value = ClassValue{n.dtype, n.shape, std::move(values[id]), describe(node)};
+  } catch (const support::UserError& e) {
+    out.why = e.what();
+  }
+  return out;
+}
+
+std::int64_t ClassValues::upstream_reduction(const std::vector<Value>& inputs) {
+  std::int64_t longest = 1;
+  for (Value v : inputs) {
+    if (const ClassValue* value = get(v)) longest = std::max(longest, value->reduction_length);
+  }
+  return longest;
+}
+
+ClassValues::Evaluated ClassValues::evaluate_kernel(const ENode& node) {
+  Evaluated out;
+  const Value c = view_.eclass(node);
+  for (const ENode& other : view_.nodes(c)) {
+    if (!view_.is(other, "Kernel")) {
+      out.why = "a Kernel is checked against its e-class's HLIR value, not a value itself";
+      return out;
+    }
+  }
+  const Value* row = view_.row(node);
+  const graph::Body& body = view_.sorts().body_sort->get(row[0]);
+  std::vector<const std::vector<double>*> ins;
+  for (Value in : view_.list(row[1])) {
+    const ClassValue* v = get(in);
+    if (!v) {
+      out.why = "input " + std::to_string(ins.size()) + " has no value";
+      return out;
+    }
+    ins.push_back(&v->data);
+  }
+  try {
+    if (ins.size() != body.inputs().size() || body.output_aliases()) {
+      out.why = "the Kernel's inputs do not fit its Body";
+      return out;
+    }
+    std::vector<double> data(static_cast<std::size_t>(graph::evaluate(body.output_size(), dims_)));
+    graph::interpret_body(body, ins, dims_, data);
+    out.value = ClassValue{body.dtype(), {body.output_size()}, std::move(data), describe(node),
+                           graph::reduction_length(body, dims_)};
   } catch (const support::UserError& e) {
     out.why = e.what();
   }

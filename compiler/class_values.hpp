@@ -6,7 +6,11 @@
 // intermediate) gets the value of a term extracted from the e-graph: the first HLIR op e-node of
 // the class (in function, row order) whose input e-classes all have values, evaluated by the
 // interpreter as a one-op graph over those values. Kernel and Gemm e-nodes never define a
-// value: they are what gets checked against it. Values are computed once per e-class.
+// value where an HLIR op can: they are what gets checked against it. An e-class of Kernels only
+// (a split reduction's partial states, which no HLIR op computes) takes the value of its first
+// Kernel whose inputs have values, interpreted: its other Kernels are checked against it, and
+// its consumers' checks against their HLIR values judge it. Values are computed once per
+// e-class.
 #pragma once
 
 #include <map>
@@ -28,6 +32,9 @@ struct ClassValue {
   std::vector<graph::Expr> shape;  // symbolic: the buffer's shape at any dims
   std::vector<double> data;        // row-major, at the check dims
   std::string term;                // how it was obtained: `%3` (original node) or `(Add ...)`
+  // The reductions behind a Kernel-only value (a split's partial states fold chunks of the
+  // reduction its reader completes): a reader's check tolerance grows by it.
+  std::int64_t reduction_length = 1;
 };
 
 class ClassValues {
@@ -49,6 +56,13 @@ class ClassValues {
     std::string why;
   };
   Evaluated evaluate(const engine::ENode& node);
+
+  // The longest reduction_length of the values of `inputs` (1 for values of HLIR terms): what a
+  // Kernel reading them completes beyond its own reductions.
+  std::int64_t upstream_reduction(const std::vector<engine::Value>& inputs);
+
+  // A Kernel e-node's Body interpreted on its inputs' values, in an e-class of Kernels only.
+  Evaluated evaluate_kernel(const engine::ENode& node);
 
   // A short rendering of an e-node for reports: `(Add c12 c7)` with inputs as e-class ids.
   std::string describe(const engine::ENode& node) const;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "graph/body_folds_products.hpp"
 #include "graph/memory_estimate.hpp"
 
 namespace kiln::compiler {
@@ -43,22 +44,6 @@ double copy_bandwidth() {
 // Candidates timed by one worker between two updates of the bound.
 constexpr std::size_t kBatch = 16;
 
-// Whether a Body folds products of two inputs (a matrix product computed by its loops, maybe
-// fused): a Reduce whose elements load from more than one input slot. The slow kind, against
-// the library calls that compute the same values.
-bool folds_products(const graph::Body& body) {
-  const std::vector<graph::Scalar>& scalars = body.scalars();
-  // Input slots loaded below each node, as a bit set (slots past 63 share the last bit).
-  std::vector<std::uint64_t> slots(scalars.size(), 0);
-  for (std::size_t id = 0; id < scalars.size(); ++id) {  // arguments come before their users
-    const graph::Scalar& s = scalars[id];
-    if (s.op == graph::ScalarOp::Load) slots[id] |= std::uint64_t{1} << std::min<std::size_t>(s.slot, 63);
-    for (graph::ScalarId a : s.args) slots[id] |= slots[a];
-    if (s.op == graph::ScalarOp::Reduce && (slots[id] & (slots[id] - 1)) != 0) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& values,
@@ -91,7 +76,7 @@ void measure_candidates(std::vector<CandidateInfo>& candidates, ClassValues& val
   // order.
   auto rank = [&](std::size_t i) {
     const graph::Body* body = std::get_if<graph::Body>(&sized[i].second.op);
-    return !body ? 0 : folds_products(*body) ? 2 : 1;
+    return !body ? 0 : graph::folds_products(*body) ? 2 : 1;
   };
   std::vector<std::size_t> order(sized.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

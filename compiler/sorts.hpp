@@ -97,7 +97,10 @@ void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& sor
 // output loops), body-reduces (Body -> i64: reduction nodes), body-compute-nodes (Body -> i64),
 // body-text (Body -> String); body-inline (Body i64 Body -> Body), body-merge-inputs
 // (Body i64 i64 -> Body), body-read-factor and body-row-read-factor (Body i64 Body -> i64)
-// and body-online-softmax (Body -> Body) for the fusion rules.
+// and body-online-softmax (Body -> Body) for the fusion rules; body-tile and body-reorder
+// (Body i64 i64 -> Body), body-split-partial and body-split-combine (Body i64 -> Body),
+// body-iterations and body-reduce-extent (Body -> i64), body-reduce-symbolic and
+// body-folds-products (Body -> bool) for the schedule rules.
 void add_body_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 // one-op-body (an HLIR op's one-op Body from its attributes and input views, by arity),
 // dtype-join (String String -> String, fails on different dtypes), shape-drop and shape-merge

@@ -141,7 +141,9 @@ std::string to_text(const Body& body) {
     out << " + " << name(*body.store_row_) << " * " << to_string(body.store_row_stride_)
         << " (rows " << to_string(body.store_row_count_) << ')';
   }
-  out << "] of " << to_string(body.output_size_);
+  out << ']';
+  if (!(body.guard_ == Expr(1))) out << " if " << to_string(body.guard_);
+  out << " of " << to_string(body.output_size_);
   if (body.output_aliases_) out << " over in" << *body.output_aliases_;
   out << " = " << name(body.value_) << '\n';
   return out.str();
@@ -163,6 +165,7 @@ std::vector<std::string> body_dims(const Body& body) {
   add(body.store_index());
   add(body.store_row_stride());
   add(body.store_row_count());
+  add(body.guard());
   for (const Scalar& s : body.scalars()) {
     if (s.op == ScalarOp::Reduce) loop_vars.insert(s.var);
     for (const Expr* e : {&s.index, &s.valid, &s.row_stride, &s.row_count, &s.extent}) add(*e);
@@ -351,6 +354,8 @@ std::size_t BodyBuilder::max_monoid(DType dtype) {
   m.finalize = param(0, dtype);
   return add_monoid(std::move(m));
 }
+
+void BodyBuilder::set_guard(const Expr& guard) { body_.guard_ = guard; }
 
 Body BodyBuilder::finish(ScalarId value, const Expr& output_size, const Expr& store_index) {
   check_id(value);

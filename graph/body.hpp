@@ -23,6 +23,11 @@
 // reductions, numbered in order of creation); the kernel's symbolic dims (`seq`) are passed in
 // at run time. Every variable ranges over [0, extent).
 //
+// A guard (an Expr over the loop variables, 1 by default) marks the iterations that compute and
+// store: where it is 0 the iteration does nothing. A tiled loop's ragged last tile is guarded
+// (graph/body_tile.hpp); its loads carry the guard in their validity, so a backend may compute
+// an iteration's nodes before testing it.
+//
 // Two extras make Gather and Scatter Bodies: a Load may add a *dynamic row*, a scalar operand
 // (an integer loaded from an index tensor) times a stride, and bounds-checks it against a row
 // count (out of range reads NaN, or 0 for integer dtypes); the store may do the same (Scatter
@@ -113,6 +118,8 @@ class Body {
   std::optional<ScalarId> store_row() const { return store_row_; }
   const Expr& store_row_stride() const { return store_row_stride_; }
   const Expr& store_row_count() const { return store_row_count_; }
+  // 1 where an iteration computes and stores, 0 where it does nothing (a ragged tile's tail).
+  const Expr& guard() const { return guard_; }
   // The input whose contents the output buffer must hold before the kernel runs (Scatter).
   std::optional<std::size_t> output_aliases() const { return output_aliases_; }
   ScalarId value() const { return value_; }
@@ -135,6 +142,7 @@ class Body {
   std::optional<ScalarId> store_row_;
   Expr store_row_stride_;
   Expr store_row_count_;
+  Expr guard_ = Expr(1);
   std::optional<std::size_t> output_aliases_;
   ScalarId value_ = 0;
   std::vector<DType> inputs_;
@@ -180,6 +188,9 @@ class BodyBuilder {
   std::size_t sum_monoid(DType dtype);
   std::size_t max_monoid(DType dtype);
   std::size_t add_monoid(Monoid monoid);
+
+  // Iterations where `guard` is 0 compute and store nothing (see Body::guard).
+  void set_guard(const Expr& guard);
 
   // Finishes: every iteration stores `value` at `store_index` of a buffer of `output_size`
   // elements (plus `row * row_stride` for a dynamic row).

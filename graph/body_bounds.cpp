@@ -18,6 +18,8 @@ constexpr int kMaxDepth = 32;
 // The name of a Body access's dynamic row: not an identifier a Body can use (no loop variable
 // or dim starts with two underscores).
 constexpr const char* kRowVar = "__row";
+// The name of the bounded sum of a fact (Prover::range_by_fact).
+constexpr const char* kSumVar = "__sum";
 
 // Inclusive symbolic bounds of an Expr.
 struct Range {
@@ -57,8 +59,86 @@ class Prover {
       if (std::find(rest_dims.begin(), rest_dims.end(), name) != rest_dims.end()) continue;
       if (term == var) r.lo = max(r.lo, -rest);        // var + rest >= 0
       else if (term == -var) r.hi = min(r.hi, rest);   // rest - var >= 0
+      if (term == -var) add_fact(name, rest, false);
+      if (term == var) add_fact(name, rest, true);
     }
   }
+
+  // A bound `var + others <= limit` (from `rest - var >= 0`, rest = limit - others) or
+  // `var + others >= limit` (from `var + rest >= 0`, rest = others - limit), kept when the
+  // limit is free of variables: a position linear in var + others (a tiled loop's o*T + t, the
+  // chunk of a split reduction c*C + r) is bounded through the sum, which interval arithmetic
+  // on its terms alone cannot see (their ranges are correlated).
+  struct Fact {
+    std::string var;
+    Expr others;  // the sum's other terms
+    Expr limit;   // the sum's bound, free of variables
+    bool lower;   // limit <= sum, else sum <= limit
+  };
+  void add_fact(const std::string& var, const Expr& rest, bool lower) {
+    // rest's terms that name variables, and the others (the limit's part).
+    Expr named(0);
+    Expr free(0);
+    for (const Expr& t : rest.op() == ExprOp::Add ? rest.args() : std::vector<Expr>{rest}) {
+      bool has_var = false;
+      for (const std::string& d : free_dims(t)) has_var = has_var || is_var(d);
+      if (has_var) named = named + t;
+      else free = free + t;
+    }
+    if (named == Expr(0)) return;  // a plain bound on var, already narrowed
+    if (lower) facts_.push_back(Fact{var, named, -free, true});
+    else facts_.push_back(Fact{var, -named, free, false});
+  }
+
+  // Bounds of `position` through the facts about the sum of `f`: position = c * (var +
+  // others) + y with c and y free of var, the sum in [lowest, highest] of its own range and
+  // every fact about it; nullopt when not of that form.
+  std::optional<Range> range_by_fact(const Expr& position, const Fact& f) {
+    const Expr v = Expr::dim(f.var);
+    const Expr slope = position - without(position, f.var);  // c * var when linear in var
+    const Expr c = substitute(slope, {{f.var, Expr(1)}});
+    for (const std::string& d : free_dims(c)) {
+      if (d == f.var) return std::nullopt;
+    }
+    if (!(c * v == slope)) return std::nullopt;
+    const Expr sum = v + f.others;
+    const Expr y = position - c * sum;
+    for (const std::string& d : free_dims(y)) {
+      if (d == f.var) return std::nullopt;
+    }
+    // The sum's own range: its lowest value with var at its lowest (var's upper bound may be
+    // what cannot be bounded alone), its highest where it can be bounded.
+    Prover lowest = *this;
+    lowest.vars_.at(f.var).hi = lowest.vars_.at(f.var).lo;
+    std::optional<Range> low = lowest.range(sum);
+    if (!low) return std::nullopt;
+    Expr lo = low->lo;
+    Prover whole = *this;
+    std::optional<Range> own = whole.range(sum);
+    std::optional<Expr> hi;
+    if (own) hi = own->hi;
+    // A fact's limit replaces the sum's own bound (a min or max of the two would be tighter,
+    // but interval arithmetic cannot compare it with a buffer's extent).
+    // Of several facts, the tighter where both limits are constants, else the first.
+    auto tighter = [](const Expr& a, const Expr& b, bool upper) {
+      auto x = a.as_constant(), y = b.as_constant();
+      if (!x || !y) return a;
+      return Expr(upper ? std::min(*x, *y) : std::max(*x, *y));
+    };
+    std::optional<Expr> lo_fact, hi_fact;
+    for (const Fact& g : facts_) {
+      if (g.var != f.var || !(g.others == f.others)) continue;
+      std::optional<Expr>& b = g.lower ? lo_fact : hi_fact;
+      b = b ? tighter(*b, g.limit, !g.lower) : g.limit;
+    }
+    if (lo_fact) lo = *lo_fact;
+    if (hi_fact) hi = *hi_fact;
+    if (!hi) return std::nullopt;
+    Prover with_sum = *this;
+    with_sum.bound(kSumVar, lo, *hi);
+    return with_sum.range(c * Expr::dim(kSumVar) + y);
+  }
+  const std::vector<Fact>& facts() const { return facts_; }
 
   // Bounds of `e` as Exprs free of loop variables, or nullopt with `why_not` set.
   std::optional<Range> range(const Expr& e, int depth = 0) {
@@ -177,6 +257,7 @@ class Prover {
 
   const DimRanges& ranges_;
   std::map<std::string, Range> vars_;
+  std::vector<Fact> facts_;
   std::string why_not_;
 };
 
@@ -191,8 +272,18 @@ std::string prove_access(Prover prover, const std::string& what, const Expr& ind
     position = position + Expr::dim(kRowVar) * *row_stride;
   }
   const std::string at = what + " at `" + to_string(position) + "`";
-  std::optional<Range> r = prover.range(position);
-  if (!r) return at + ": " + prover.why_not();
+  Prover own = prover;
+  std::optional<Range> r = own.range(position);
+  // A bound through a sum the validity mask or a reduction's extent bounds, where that proves
+  // what the terms' own ranges cannot.
+  auto in_bounds = [&](const Range& x) {
+    return prover.at_least(x.lo, 0) && prover.at_least(elements - 1 - x.hi, 0);
+  };
+  for (std::size_t k = 0; k < prover.facts().size() && !(r && in_bounds(*r)); ++k) {
+    std::optional<Range> by_fact = prover.range_by_fact(position, prover.facts()[k]);
+    if (by_fact && in_bounds(*by_fact)) r = by_fact;
+  }
+  if (!r) return at + ": " + own.why_not();
   if (!prover.at_least(r->lo, 0)) {
     return at + " may be negative (its lowest position is `" + to_string(r->lo) + "`)";
   }
@@ -236,6 +327,12 @@ std::string prove_in_bounds(const Body& body, const std::vector<Expr>& input_ele
   for (const Scalar& s : body.scalars()) {
     if (s.op == ScalarOp::Reduce) prover.bound(s.var, Expr(0), s.extent - 1);
   }
+  // A reduction of extent min(a, b, ...) (a split reduction's ragged chunk) bounds its variable
+  // by each argument: facts about the sums they name.
+  for (const Scalar& s : body.scalars()) {
+    if (s.op != ScalarOp::Reduce || s.extent.op() != ExprOp::Min) continue;
+    for (const Expr& limit : s.extent.args()) prover.assume_valid(lt(Expr::dim(s.var), limit));
+  }
   for (ScalarId id : live_scalars(body)) {
     const Scalar& s = body.scalar(id);
     if (s.op != ScalarOp::Load) continue;
@@ -251,6 +348,7 @@ std::string prove_in_bounds(const Body& body, const std::vector<Expr>& input_ele
   }
   Prover outputs(ranges);
   for (const Loop& loop : body.loops()) outputs.bound(loop.var, Expr(0), loop.extent - 1);
+  outputs.assume_valid(body.guard());  // a guarded-off iteration stores nothing
   return body.store_row()
              ? prove_access(outputs, "store", body.store_index(), output_elements,
                             body.store_row_stride(), body.store_row_count())

@@ -1,6 +1,8 @@
 // Copying Body nodes; see body_copy.hpp.
 #include "graph/body_copy.hpp"
 
+#include <algorithm>
+
 #include "support/diagnostic.hpp"
 
 namespace kiln::graph {
@@ -15,6 +17,8 @@ void BodyCopier::inline_slot(std::size_t slot, InlineLoad load) {
   inline_slot_ = slot;
   inline_load_ = std::move(load);
 }
+
+void BodyCopier::guard_loads(const Expr& guard) { load_guard_ = guard; }
 
 void BodyCopier::replace_reduce(ScalarId reduce, ReplaceReduce make) {
   replaced_[reduce] = std::move(make);
@@ -61,7 +65,17 @@ ScalarId BodyCopier::copy(ScalarId id) {
 
 ScalarId BodyCopier::load(const Scalar& s) {
   const Expr position = sub(s.index);
-  const Expr valid = simplify(sub(s.valid) * extra_valid_);
+  Expr valid = simplify(sub(s.valid) * extra_valid_);
+  if (!(load_guard_ == Expr(1))) {
+    bool guarded = false;
+    for (const std::string& d : free_dims(load_guard_)) {
+      for (const Expr* e : {&position, static_cast<const Expr*>(&valid)}) {
+        const std::vector<std::string> named = free_dims(*e);
+        guarded = guarded || std::find(named.begin(), named.end(), d) != named.end();
+      }
+    }
+    if (guarded) valid = simplify(valid * load_guard_);
+  }
   if (inline_slot_ && s.slot == *inline_slot_) {
     if (!s.args.empty()) {
       throw support::UserError("the consumer reads the producer through an index");
@@ -93,11 +107,13 @@ ScalarId BodyCopier::reduce(ScalarId source, const Scalar& s) {
 
 Body BodyCopier::finish(std::optional<std::size_t> output_aliases) {
   const ScalarId value = copy(src_.value());
-  if (!src_.store_row()) return b_.finish(value, src_.output_size(), src_.store_index());
+  b_.set_guard(simplify(sub(src_.guard())));
+  if (!src_.store_row()) return b_.finish(value, src_.output_size(), sub(src_.store_index()));
   KILN_ASSERT(output_aliases.has_value(), "BodyCopier: a row store without its alias");
   const ScalarId row = copy(*src_.store_row());
-  return b_.finish_rows(value, src_.output_size(), src_.store_index(), row,
-                        src_.store_row_stride(), src_.store_row_count(), *output_aliases);
+  return b_.finish_rows(value, src_.output_size(), sub(src_.store_index()), row,
+                        sub(src_.store_row_stride()), sub(src_.store_row_count()),
+                        *output_aliases);
 }
 
 }  // namespace kiln::graph

@@ -32,16 +32,25 @@ class BodyCopier {
   // Loads of `slot` become `load(position, valid)` instead of loads.
   void inline_slot(std::size_t slot, InlineLoad load);
 
+  // `guard` and-ed into the validity of every copied load whose position or validity names one
+  // of its variables (a tiled loop's ragged tail reads nothing); loads free of them can still be
+  // hoisted out of those loops.
+  void guard_loads(const Expr& guard);
+
   // The source's Reduce node `reduce` becomes `make(var, extent)`: another reduction over the
   // same (fresh, already substituted) variable, whose elements `make` copies with copy().
   using ReplaceReduce = std::function<ScalarId(const std::string& var, const Expr& extent)>;
   void replace_reduce(ScalarId reduce, ReplaceReduce make);
 
+  // From now on the source's variable `var` is copied as `value` (a replaced Reduce's make
+  // rebinding its variable: a split reduction's r = c*C + r').
+  void bind(const std::string& var, const Expr& value) { subst_[var] = value; }
+
   // The copy of node `id` of the source (memoized).
   ScalarId copy(ScalarId id);
 
-  // The copy of the source's store, value and rows included, as a finished Body over the
-  // builder's loops (the caller recreated them).
+  // The copy of the source's store (its index and guard substituted), value and rows
+  // included, as a finished Body over the builder's loops (the caller recreated them).
   Body finish(std::optional<std::size_t> output_aliases);
 
  private:
@@ -54,6 +63,7 @@ class BodyCopier {
   std::map<std::string, Expr> subst_;
   std::function<std::size_t(std::size_t)> slot_of_;
   Expr extra_valid_;
+  Expr load_guard_ = Expr(1);
   std::map<std::string, Expr>& extents_;
   std::vector<std::optional<ScalarId>> memo_;
   std::optional<std::size_t> inline_slot_;

@@ -58,6 +58,7 @@ std::optional<Linear> linear_in(const Expr& e, const std::vector<std::string>& v
 
 Radix dense_store(const Body& p) {
   if (p.store_row()) throw UserError("the producer writes rows through an index (Scatter)");
+  if (!(p.guard() == Expr(1))) throw UserError("the producer is tiled (its store is guarded)");
   if (p.output_aliases()) throw UserError("the producer writes over one of its inputs");
   std::vector<std::string> vars;
   for (const Loop& l : p.loops()) {

@@ -167,7 +167,8 @@ void interpret_body(const Body& body, const std::vector<const std::vector<double
     evaluator.env()[loops[d].var] = 0;
   }
   const std::vector<double> no_params;
-  while (true) {
+  const bool guarded = !(body.guard() == Expr(1));
+  auto store = [&] {
     double value = evaluator.eval(body.value(), no_params);
     std::int64_t position = evaluate(body.store_index(), evaluator.env());
     if (body.store_row()) {
@@ -185,6 +186,10 @@ void interpret_body(const Body& body, const std::vector<const std::vector<double
                       std::to_string(size) + " output elements");
     }
     output[static_cast<std::size_t>(position)] = value;
+  };
+  while (true) {
+    // A guarded-off iteration (a ragged tile's tail) computes nothing.
+    if (!guarded || evaluate(body.guard(), evaluator.env()) != 0) store();
     // Advance the loop nest, innermost loop fastest.
     std::size_t d = loops.size();
     while (d > 0) {

@@ -329,11 +329,20 @@ class BodyReader {
     next_line();
   }
 
-  // store [index] of size = %V / store [index + %R * stride (rows count)] of size over inK = %V
+  // store [index] of size = %V / store [index + %R * stride (rows count)] of size over inK = %V,
+  // with ` if guard` after the `]` when the Body has a guard
   Body store(std::size_t defined) {
     if (!starts_with("store [")) fail_here("expected the store");
     std::string_view rest = line().substr(7);
-    std::string_view inside = before(rest, "] of ");
+    std::string_view inside = before(rest, "]");
+    if (rest.substr(0, 4) == " if ") {
+      rest.remove_prefix(4);
+      builder_->set_guard(expr(before(rest, " of ")));
+    } else if (rest.substr(0, 4) == " of ") {
+      rest.remove_prefix(4);
+    } else {
+      fail_here("expected ' of ' or ' if ' after the store's index");
+    }
     const std::size_t value_at = rest.rfind(" = ");
     if (value_at == std::string_view::npos) fail_here("expected ' = %N' at the end of the store");
     const ScalarId value = operand(rest.substr(value_at + 3), defined);

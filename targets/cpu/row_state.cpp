@@ -182,6 +182,7 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
   const std::vector<graph::Loop>& loops = body.loops();
   // The loops outside c carry the threads (c itself is no longer split across them).
   if (loops.size() < 2 || body.store_row() || !loops.back().parallel) return std::nullopt;
+  if (!(body.guard() == graph::Expr(1))) return std::nullopt;  // its own store is unguarded
   const std::optional<std::int64_t> columns = loops.back().extent.as_constant();
   if (!columns || *columns < 1 || *columns > kMaxRowStateColumns) return std::nullopt;
   const std::vector<Scalar>& nodes = body.scalars();

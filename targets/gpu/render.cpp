@@ -432,6 +432,10 @@ class Renderer {
 
   void emit_store(std::size_t indent) {
     std::string position = expr(body_.store_index());
+    if (!(body_.guard() == Expr(1))) {  // a ragged tile's tail stores nothing
+      line(indent, "if (" + expr(body_.guard()) + ")");
+      ++indent;
+    }
     if (body_.store_row()) {
       const std::string row = "(kiln_i64)" + value(*body_.store_row(), nullptr);
       line(indent, "if (" + row + " >= 0 && " + row + " < " + expr(body_.store_row_count()) + ")");

@@ -20,6 +20,7 @@
 #include "targets/gpu/schedule.hpp"
 #include "tests/unit/body_cases.hpp"
 #include "tests/unit/row_state_bodies.hpp"
+#include "tests/unit/schedule_cases.hpp"
 
 namespace kiln::testing {
 
@@ -159,6 +160,39 @@ inline void check_conformance_choices(runtime::Device& device, const ScheduledPr
   CHECK(group_reductions > 20);
   CHECK(sub_group_reductions > 10);
   CHECK(serial > 0);
+  check_cases(device, cases, schedules, prepare);
+}
+
+// Tiled Bodies of the f32 conformance set at seq 3 (below the tile) and 17 (a ragged tail), and
+// its reordered and split Bodies at seq 17 (the partial states and their combine each a
+// kernel), under every schedule choice.
+inline void check_scheduled_choices(runtime::Device& device, const ScheduledPrepare& prepare) {
+  std::vector<BodyCase> cases;
+  std::vector<targets::gpu::Schedule> schedules;
+  std::size_t split = 0;
+  for (std::int64_t rows : {3, 17}) {
+    std::vector<BodyCase> base;
+    for (BodyCase& c : conformance_cases(rows)) {
+      if (c.label.rfind("f32 ", 0) == 0) base.push_back(c);
+    }
+    std::vector<BodyCase> scheduled = tiled_cases(base, {4});
+    if (rows == 17) {  // the other transformations' kernels do not depend on seq
+      for (BodyCase& c : reordered_cases(base)) scheduled.push_back(std::move(c));
+      for (SplitCase& s : split_cases(base, {3})) {
+        scheduled.push_back(std::move(s.partial));
+        scheduled.push_back(std::move(s.combine));
+        ++split;
+      }
+    }
+    for (const BodyCase& c : scheduled) {
+      for (const targets::gpu::Schedule& s : targets::gpu::schedule_choices(c.body)) {
+        cases.push_back(c);
+        schedules.push_back(s);
+      }
+    }
+  }
+  CHECK(split >= 4);  // the f32 Bodies with one outermost reduction of at least 6
+  CHECK(cases.size() > 100);
   check_cases(device, cases, schedules, prepare);
 }
 

@@ -280,6 +280,23 @@ std::size_t in_place_steps(const runtime::Llir& llir) {
 
 }  // namespace
 
+TEST_CASE("compile: a split reduction's partial states are checked and its combine chosen or not "
+          "by measurement", "[compile][schedule]") {
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(4), Expr(1000)});
+  sum(x, 1).output("s");
+  const Compiled c = compile_with(b.graph(), "");
+  // The partial states' e-class holds only Kernels: its value is its first Kernel's, and the
+  // combine is checked against the sum's.
+  for (const char* rule : {"split-reduce-2", "split-reduce-4", "split-reduce-8"}) {
+    INFO(rule);
+    const compiler::Rejection* r = rejection_by(c.report(), rule);
+    CHECK((r == nullptr ? std::string() : r->what + ": " + r->why) == "");
+  }
+  CHECK(c.report().candidates >= 7);  // one-op, 3 partials, 3 combines
+  CHECK(c.error < 1e-3);
+}
+
 TEST_CASE("compile: candidates in e-classes that a rule created are checked too", "[compile]") {
   GraphBuilder b;
   GraphTensor x = b.input("x", {Expr(4), Expr(8)});

@@ -1,6 +1,6 @@
 // targets/cuda on a GPU: every one-op Body of the examples and every schedule choice of the
-// conformance set and of attention-shaped Bodies with a multi-component reduction state runs
-// on the device and agrees with the interpreter; kernels prepared once run
+// conformance set, of its tiled, reordered and split Bodies, and of attention-shaped Bodies with
+// a multi-component reduction state runs on the device and agrees with the interpreter; kernels prepared once run
 // at changing dims; the examples run end to end through the executor, and through CUDA graphs
 // replayed at changing dims; the gemm library op on
 // cuBLAS and on cuBLASLt (every layout, a batch, f32 / f64 / f16 / bf16, the epilogues) agrees
@@ -41,6 +41,11 @@ TEST_CASE("cuda device: every one-op Body of the examples agrees with the interp
 TEST_CASE("cuda device: every schedule choice of the conformance set agrees with the interpreter",
           "[gpu]") {
   kiln::testing::check_conformance_choices(target().device(), prepare);
+}
+
+TEST_CASE("cuda device: tiled, reordered and split Bodies agree with the interpreter under "
+          "every schedule", "[gpu]") {
+  kiln::testing::check_scheduled_choices(target().device(), prepare);
 }
 
 TEST_CASE("cuda device: multi-component reductions agree with the interpreter under every "

@@ -1,6 +1,6 @@
 // targets/opencl, executed (on PoCL in CI): every one-op Body of the examples and every schedule
-// choice of the conformance set and of attention-shaped Bodies with a multi-component
-// reduction state (the online softmax) runs on the OpenCL device and agrees with the Body
+// choice of the conformance set, of its tiled, reordered and split Bodies, and of
+// attention-shaped Bodies with a multi-component reduction state (the online softmax) runs on the OpenCL device and agrees with the Body
 // interpreter;
 // group reductions (local memory, barriers) and the serial one-group form are among them; kernels
 // prepared once run at changing dims; the examples run end to end through the executor, also
@@ -45,6 +45,11 @@ TEST_CASE("opencl: every one-op Body of the examples agrees with the interpreter
 TEST_CASE("opencl: every schedule choice of the conformance set agrees with the interpreter",
           "[opencl]") {
   kiln::testing::check_conformance_choices(target().device(), prepare);
+}
+
+TEST_CASE("opencl: tiled, reordered and split Bodies agree with the interpreter under every "
+          "schedule", "[opencl]") {
+  kiln::testing::check_scheduled_choices(target().device(), prepare);
 }
 
 TEST_CASE("opencl: multi-component reductions agree with the interpreter under every schedule",
