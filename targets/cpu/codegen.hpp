@@ -51,6 +51,10 @@ struct RenderOptions {
   // Fold a row-state online softmax in blocks of keys (row_state.hpp). Off: key by key, for
   // the tests and benchmarks that compare the two; its symbol gets the suffix `_keywise`.
   bool key_blocks = true;
+  // Compute a blocked fold's inner reductions as key products for a tile of rows
+  // (row_state.hpp). Off: each row's reductions key by key, for the tests and benchmarks that
+  // compare the two; its symbol gets the suffix `_rowwise`.
+  bool key_products = true;
 };
 
 // The C++ source of `body`.

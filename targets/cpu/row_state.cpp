@@ -176,6 +176,76 @@ void split_key_loops(const Body& body, RowStatePlan& plan) {
   }
 }
 
+// Whether the rows around a blocked fold can be tiled (RowStatePlan::tiles_rows).
+bool rows_tile(const Body& body, const NodeHomes& homes, const RowStatePlan& plan) {
+  const std::vector<graph::Loop>& loops = body.loops();
+  if (!plan.row_inputs.empty()) return false;
+  for (ScalarId id : homes.homed(loops.size() - 1)) {
+    if (body.scalars()[id].op == ScalarOp::Reduce) return false;
+  }
+  const std::vector<std::string> dims = graph::free_dims(body.scalars()[plan.reduce].extent);
+  return std::find(dims.begin(), dims.end(), loops[loops.size() - 2].var) == dims.end();
+}
+
+// The nodes under `root` (itself included), by id.
+std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) {
+  std::set<ScalarId> seen;
+  std::vector<ScalarId> stack{root};
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  return seen;
+}
+
+// Every inner reduction of a tiled blocked fold as a key product, or none
+// (RowStatePlan::key_products).
+std::vector<KeyProduct> plan_key_products(const Body& body, const NodeHomes& homes,
+                                          const RowStatePlan& plan) {
+  const std::vector<Scalar>& nodes = body.scalars();
+  const std::size_t row_scope = body.loops().size() - 1;
+  const std::string& row = body.loops()[row_scope - 1].var;
+  const std::string& key = nodes[plan.reduce].var;
+  for (ScalarId n : plan.column_nodes) {
+    if (homes.deps(n).count(row)) return {};
+  }
+  std::vector<KeyProduct> products;
+  for (ScalarId n : plan.key_reductions) {
+    const Scalar& s = nodes[n];
+    if (s.op != ScalarOp::Reduce || s.dtype != graph::DType::F32) return {};
+    const Monoid& m = body.monoids().at(s.slot);
+    if (m.name != "sum" || m.identity != std::vector<double>{0.0} || m.lift.size() != 1 ||
+        nodes[m.lift[0]].op != ScalarOp::Param || nodes[m.finalize].op != ScalarOp::Param ||
+        nodes[m.combine[0]].op != ScalarOp::Add) {
+      return {};
+    }
+    const std::optional<std::int64_t> extent = s.extent.as_constant();
+    const std::size_t scope = homes.reduce_scope(n);
+    if (!extent || *extent < 1 || *extent > kMaxKeyProductExtent || scope == 0 ||
+        homes.has_child_scope(scope)) {
+      return {};
+    }
+    const Scalar& product = nodes[s.args[0]];
+    if (product.op != ScalarOp::Mul || product.dtype != graph::DType::F32) return {};
+    KeyProduct p{n, product.args[0], product.args[1], *extent};
+    if (homes.deps(p.row_operand).count(key)) std::swap(p.row_operand, p.key_operand);
+    if (homes.deps(p.row_operand).count(key) || homes.deps(p.key_operand).count(row)) return {};
+    // What the operands read: the reduction's own nodes (computed with them), for the row
+    // operand also the row loop's nodes and for both what is outside the rows.
+    for (const auto& [operand, reach] : {std::pair{p.row_operand, row_scope},
+                                         std::pair{p.key_operand, row_scope - 1}}) {
+      for (ScalarId a : nodes_under(nodes, operand)) {
+        if (trivial(nodes[a]) || homes.home(a) == scope) continue;
+        if (homes.home(a) > reach) return {};
+      }
+    }
+    products.push_back(p);
+  }
+  return products;
+}
+
 }  // namespace
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
@@ -224,6 +294,8 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     if (folds_in_blocks(body, plan)) {
       plan.key_block = kKeyBlock;
       split_key_loops(body, plan);
+      plan.tiles_rows = rows_tile(body, homes, plan);
+      if (plan.tiles_rows) plan.key_products = plan_key_products(body, homes, plan);
     }
     return plan;
   }
