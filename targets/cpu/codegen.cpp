@@ -167,8 +167,12 @@ class Renderer {
     if (options.row_state) row_state_ = plan_row_state(body, homes_);
     if (row_state_ && !options.key_blocks) row_state_->key_block = 0;
     if (row_state_ && !options.key_products) row_state_->key_products.clear();
-    if (row_state_ && row_state_->key_block && row_state_->tiles_rows) {
-      row_tile_ = row_state_->key_products.empty() ? kRowTile : kKeyTileRows;
+    if (row_state_ && row_state_->key_block && !row_state_->key_products.empty()) {
+      row_tile_ = kKeyTileRows;
+      row_loop_ = row_state_->key_tile_loop;
+    } else if (row_state_ && row_state_->key_block && row_state_->tiles_rows) {
+      row_tile_ = kRowTile;
+      row_loop_ = body.loops().size() - 2;
     }
     symbol_suffix_ = !options.row_state    ? "_plain"
                      : !options.key_blocks   ? "_keywise"
@@ -303,7 +307,18 @@ class Renderer {
       }
       case ScalarOp::Cast: return cast(a(0), nodes_[s.args[0]].dtype, t);
       case ScalarOp::Exp2: return vector_math("exp2");
-      case ScalarOp::Log2: return vector_math("log2");
+      case ScalarOp::Log2: {
+        // The log2 of a 0 or 1 (a boolean or a comparison) cast to a float, an additive mask,
+        // is a select: exact, and no polynomial.
+        const Scalar& arg = nodes_[s.args[0]];
+        const auto zero_or_one = [&](const Scalar& x) {
+          return x.dtype == DType::Bool || x.op == ScalarOp::LessThan;
+        };
+        if (is_float && arg.op == ScalarOp::Cast && zero_or_one(nodes_[arg.args[0]])) {
+          return "(" + a(0) + " != 0 ? " + literal(0, t) + " : " + literal(-INFINITY, t) + ")";
+        }
+        return vector_math("log2");
+      }
       case ScalarOp::Sin: return math("sin");
       case ScalarOp::Sqrt: return math("sqrt");
       case ScalarOp::Recip:
@@ -460,7 +475,9 @@ class Renderer {
   // Output scope `scope` (inside loops 0..scope-1) and everything inside it.
   void emit_output_scope(std::size_t scope, std::size_t indent) {
     const std::vector<graph::Loop>& loops = body_.loops();
-    if (!row_tile_ || scope + 1 != loops.size()) emit_nodes(scope, indent);  // else per row
+    for (ScalarId id : homes_.homed(scope)) {
+      if (!per_row(id)) emit_node(id, indent);  // else in the tile, for each row
+    }
     if (scope == loops.size()) {
       emit_store(indent);
       return;
@@ -513,7 +530,7 @@ class Renderer {
     }
     for (std::size_t k = 0; k < loops_here; ++k) {
       const graph::Loop& loop = loops[scope + k];
-      if (row_tile_ && scope + k + 2 == loops.size()) {  // the rows, kRowTile at a time
+      if (row_tile_ && scope + k == row_loop_) {  // the rows, row_tile_ at a time
         line(indent + k, "for (kiln_i64 " + row_tile_start() + " = 0; " + row_tile_start() +
                              " < " + expr(loop.extent) + "; " + row_tile_start() +
                              " += " + std::to_string(row_tile_) + ") {");
@@ -749,12 +766,11 @@ class Renderer {
   void emit_key_tiled_fold(const RowStatePlan& plan, std::size_t indent) {
     const Scalar& s = nodes_[plan.reduce];
     const std::vector<graph::Loop>& loops = body_.loops();
-    const std::size_t row_scope = loops.size() - 1;
     const std::string id = std::to_string(plan.reduce);
     const std::string block = std::to_string(plan.key_block);
     const std::string rows = std::to_string(row_tile_);
-    const std::string rows_end = expr(loops[row_scope - 1].extent);
-    const std::string row_var = "L_" + loops[row_scope - 1].var;
+    const std::string rows_end = expr(loops[row_loop_].extent);
+    const std::string row_var = "L_" + loops[row_loop_].var;
     const std::string start = row_tile_start();
     const std::string r = "L_" + s.var;
     const std::string state = row_state_name(plan, 0), sum_state = row_state_name(plan, 1),
@@ -777,18 +793,15 @@ class Renderer {
     auto key_loop = [&](std::size_t at) {
       line(at, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
     };
-    // The row loop's nodes, once per tile, into arrays of the tile's rows.
-    std::vector<ScalarId> row_nodes;
-    for (ScalarId n : homes_.homed(row_scope)) {
-      if (nodes_[n].op != ScalarOp::Const && nodes_[n].op != ScalarOp::Param) row_nodes.push_back(n);
-    }
+    // The nodes computed per row, once per tile, into arrays of the tile's rows.
+    const std::vector<ScalarId> row_nodes = per_row_nodes();
     if (!row_nodes.empty()) {
       for (ScalarId n : row_nodes) {
         line(indent, std::string(compute_type(nodes_[n].dtype)) + " kl" + std::to_string(n) + "[" +
                          rows + "];");
       }
       open_lanes(indent);
-      for (ScalarId n : row_nodes) emit_node(n, indent + 1);
+      for (ScalarId n : row_nodes) emit_node(n, indent + 1);  // Const and Param emit nothing
       for (ScalarId n : row_nodes) {
         line(indent + 1, "kl" + std::to_string(n) + "[ki] = v" + std::to_string(n) + ";");
       }
@@ -1031,16 +1044,36 @@ class Renderer {
     line(indent, "}");
   }
 
-  std::string row_tile_start() const { return "kt_" + body_.loops()[body_.loops().size() - 2].var; }
+  std::string row_tile_start() const { return "kt_" + body_.loops()[row_loop_].var; }
 
-  // `for` each row of the tile, with the row variable and the row loop's nodes.
+  // Whether node `id` is computed for each row of a tile (not where it lives): it lives inside
+  // the tiled loop, outside c, and depends on the row.
+  bool per_row(ScalarId id) const {
+    const std::size_t home = homes_.home(id);
+    return row_tile_ && home > row_loop_ && home < body_.loops().size() &&
+           homes_.deps(id).count(body_.loops()[row_loop_].var);
+  }
+
+  // The nodes computed for each row of a tile, in id order.
+  std::vector<ScalarId> per_row_nodes() const {
+    std::vector<ScalarId> out;
+    for (std::size_t scope = row_loop_ + 1; scope < body_.loops().size(); ++scope) {
+      for (ScalarId id : homes_.homed(scope)) {
+        if (per_row(id)) out.push_back(id);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // `for` each row of the tile, with the row variable and the nodes computed per row.
   void open_tile_row(std::size_t indent) {
     const std::vector<graph::Loop>& loops = body_.loops();
     const std::string start = row_tile_start();
     line(indent, "for (kiln_i64 ki = 0; ki < " + std::to_string(row_tile_) + " && " + start +
-                     " + ki < " + expr(loops[loops.size() - 2].extent) + "; ++ki) {");
-    line(indent + 1, "const kiln_i64 L_" + loops[loops.size() - 2].var + " = " + start + " + ki;");
-    emit_nodes(loops.size() - 1, indent + 1);
+                     " + ki < " + expr(loops[row_loop_].extent) + "; ++ki) {");
+    line(indent + 1, "const kiln_i64 L_" + loops[row_loop_].var + " = " + start + " + ki;");
+    for (ScalarId id : per_row_nodes()) emit_node(id, indent + 1);
   }
 
   // The state: shared components are scalars, the others arrays of the columns (with row
@@ -1331,8 +1364,10 @@ class Renderer {
   NodeHomes homes_;
   std::optional<RowStatePlan> row_state_;
   std::string symbol_suffix_;
-  // Rows of the loop around the row state done together (kRowTile), or 0.
+  // Rows done together (kRowTile, kKeyTileRows), or 0, and the output loop they are
+  // iterations of (row_state.hpp).
   std::int64_t row_tile_ = 0;
+  std::size_t row_loop_ = 0;
   // Names of nodes held elsewhere than `v<id>` (a row-state reduction's row inputs, in arrays)
   // and of the shared parts of its combine expressions (computed once per r).
   std::map<ScalarId, std::string> renamed_;

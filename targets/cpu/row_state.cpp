@@ -176,15 +176,29 @@ void split_key_loops(const Body& body, RowStatePlan& plan) {
   }
 }
 
-// Whether the rows around a blocked fold can be tiled (RowStatePlan::tiles_rows).
-bool rows_tile(const Body& body, const NodeHomes& homes, const RowStatePlan& plan) {
+// Whether the iterations of output loop `k` around a blocked fold can be taken in tiles, each
+// key block serving the tile's rows (RowStatePlan::tiles_rows, key_tile_loop): no row inputs,
+// the keys the same for every row, and what depends on the row in the loops inside k cheap to
+// compute per row (no reduction). Loops between k and c then run inside the tile: legal, as
+// every output loop's iterations are independent, where their extents do not depend on k.
+bool rows_tile(const Body& body, const NodeHomes& homes, const RowStatePlan& plan, std::size_t k) {
   const std::vector<graph::Loop>& loops = body.loops();
+  const std::string& row = loops[k].var;
   if (!plan.row_inputs.empty()) return false;
-  for (ScalarId id : homes.homed(loops.size() - 1)) {
-    if (body.scalars()[id].op == ScalarOp::Reduce) return false;
-  }
   const std::vector<std::string> dims = graph::free_dims(body.scalars()[plan.reduce].extent);
-  return std::find(dims.begin(), dims.end(), loops[loops.size() - 2].var) == dims.end();
+  if (std::find(dims.begin(), dims.end(), row) != dims.end()) return false;
+  for (std::size_t inner = k + 1; inner + 1 < loops.size(); ++inner) {
+    const std::vector<std::string> extent = graph::free_dims(loops[inner].extent);
+    if (!loops[inner].parallel || std::find(extent.begin(), extent.end(), row) != extent.end()) {
+      return false;
+    }
+  }
+  for (std::size_t scope = k + 1; scope < loops.size(); ++scope) {
+    for (ScalarId id : homes.homed(scope)) {
+      if (body.scalars()[id].op == ScalarOp::Reduce && homes.deps(id).count(row)) return false;
+    }
+  }
+  return true;
 }
 
 // The nodes under `root` (itself included), by id.
@@ -200,13 +214,13 @@ std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) 
   return seen;
 }
 
-// Every inner reduction of a tiled blocked fold as a key product, or none
+// Every inner reduction of a blocked fold as a key product for tiles of output loop k, or none
 // (RowStatePlan::key_products).
 std::vector<KeyProduct> plan_key_products(const Body& body, const NodeHomes& homes,
-                                          const RowStatePlan& plan) {
+                                          const RowStatePlan& plan, std::size_t k) {
   const std::vector<Scalar>& nodes = body.scalars();
   const std::size_t row_scope = body.loops().size() - 1;
-  const std::string& row = body.loops()[row_scope - 1].var;
+  const std::string& row = body.loops()[k].var;
   const std::string& key = nodes[plan.reduce].var;
   for (ScalarId n : plan.column_nodes) {
     if (homes.deps(n).count(row)) return {};
@@ -232,13 +246,11 @@ std::vector<KeyProduct> plan_key_products(const Body& body, const NodeHomes& hom
     KeyProduct p{n, product.args[0], product.args[1], *extent};
     if (homes.deps(p.row_operand).count(key)) std::swap(p.row_operand, p.key_operand);
     if (homes.deps(p.row_operand).count(key) || homes.deps(p.key_operand).count(row)) return {};
-    // What the operands read: the reduction's own nodes (computed with them), for the row
-    // operand also the row loop's nodes and for both what is outside the rows.
-    for (const auto& [operand, reach] : {std::pair{p.row_operand, row_scope},
-                                         std::pair{p.key_operand, row_scope - 1}}) {
+    // What the operands read: the reduction's own nodes (computed with them) and the output
+    // loops' nodes (for the key operand, free of the row: computed outside the fold).
+    for (ScalarId operand : {p.row_operand, p.key_operand}) {
       for (ScalarId a : nodes_under(nodes, operand)) {
-        if (trivial(nodes[a]) || homes.home(a) == scope) continue;
-        if (homes.home(a) > reach) return {};
+        if (!trivial(nodes[a]) && homes.home(a) != scope && homes.home(a) > row_scope) return {};
       }
     }
     products.push_back(p);
@@ -294,8 +306,14 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     if (folds_in_blocks(body, plan)) {
       plan.key_block = kKeyBlock;
       split_key_loops(body, plan);
-      plan.tiles_rows = rows_tile(body, homes, plan);
-      if (plan.tiles_rows) plan.key_products = plan_key_products(body, homes, plan);
+      plan.tiles_rows = rows_tile(body, homes, plan, loops.size() - 2);
+      // Key products tile the innermost loop they can (the rows around c, or, where the keys
+      // depend on those, an outer loop: a query position's heads have different keys).
+      for (std::size_t k = loops.size() - 1; k-- > 0 && plan.key_products.empty();) {
+        if (!rows_tile(body, homes, plan, k)) continue;
+        plan.key_products = plan_key_products(body, homes, plan, k);
+        plan.key_tile_loop = k;
+      }
     }
     return plan;
   }

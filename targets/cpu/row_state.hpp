@@ -100,11 +100,10 @@ struct RowStatePlan {
   // Keys per block where the reduction is the online softmax folded in blocks (see above), 0
   // where it is folded key by key.
   std::int64_t key_block = 0;
-  // In blocks, whether the rows of the loop around c go kRowTile (or, with key products,
-  // kKeyTileRows) at a time, each key block taken by all of them (its keys and values read
-  // from memory once for them, then from L1): where that loop's nodes hold no reduction (they
-  // are cheap to compute again), there are no row inputs, and the keys are the same for every
-  // row.
+  // In blocks, whether the rows of the loop around c go kRowTile at a time, each key block
+  // taken by all of them (its keys and values read from memory once for them, then from L1):
+  // where that loop's nodes hold no reduction (they are cheap to compute again), there are no
+  // row inputs, and the keys are the same for every row.
   bool tiles_rows = false;
   // In blocks, the shared nodes in two loops over a block's keys: the inner reductions (q.k)
   // and what they read, then the rest (the mask, the scale), in a loop of its own so that it
@@ -121,10 +120,13 @@ struct RowStatePlan {
   bool guard_selects = false;
   std::vector<graph::ScalarId> guard_nodes;
   // Every inner reduction of the block as a key product (above), or empty where one is not:
-  // then they run key by key. Only where the loop around c (the rows) is tiled: the row
-  // operands may read that loop's nodes, the key operands only the reduction's own nodes and
-  // nodes outside the rows, and the weighted values (the column nodes) are free of the row.
+  // then they run key by key. The rows are the iterations of output loop `key_tile_loop`,
+  // kKeyTileRows at a time: the innermost loop outside c whose iterations can share key blocks
+  // as for tiles_rows, whose variable the key operands and the weighted values (the column
+  // nodes) are free of. Loops between it and c run inside the tile (a query position's heads,
+  // whose keys differ, one after the other for a tile of positions).
   std::vector<KeyProduct> key_products;
+  std::size_t key_tile_loop = 0;
 };
 
 // The row-state plan for `body`, or nothing where it does not pay or does not apply: the

@@ -84,6 +84,8 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"online softmax causal", {16, 16, ScoreMask::Causal, true}},
       {"online softmax -inf mask", {8, 16, ScoreMask::Input, true}},
       {"online softmax d=64", {64, 64, ScoreMask::Causal, true}},
+      {"online softmax heads inside", {16, 16, ScoreMask::Causal, true, true}},
+      {"online softmax heads inside -inf mask", {8, 16, ScoreMask::Input, true, true}},
       {"matmul chain", {16, 16, ScoreMask::None, false}},
       {"matmul chain causal", {8, 24, ScoreMask::Causal, false}},
       {"online softmax c=5", {3, 5, ScoreMask::None, true}},
@@ -383,6 +385,26 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
     }
     CHECK(broadcast_fmas >= static_cast<std::size_t>(targets::cpu::kKeyTileKeys));
     std::filesystem::remove_all(dir);
+  }
+
+  // Loops (i, head, c): the keys differ between heads, so the tile is of query positions i,
+  // each head's fold in turn inside it.
+  {
+    const Body inside = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true, true});
+    const std::optional<targets::cpu::RowStatePlan> i_plan =
+        targets::cpu::plan_row_state(inside, targets::NodeHomes(inside));
+    REQUIRE(i_plan);
+    REQUIRE(i_plan->key_products.size() == 1);
+    CHECK(i_plan->key_tile_loop == 0);
+    const std::string inside_code = targets::cpu::render_kernel(inside).code;
+    INFO(inside_code);
+    const std::string i = inside.loops()[0].var, h = inside.loops()[1].var;
+    const std::size_t tile = inside_code.find("for (kiln_i64 kt_" + i + " = 0; kt_" + i +
+                                              " < D_seq; kt_" + i + " += " + rows + ") {");
+    const std::size_t heads = inside_code.find("for (kiln_i64 L_" + h + " = 0;");
+    REQUIRE(tile != std::string::npos);
+    REQUIRE(heads != std::string::npos);
+    CHECK(tile < heads);
   }
 
   // Not a key product: a factor that reads both the row and the key (q[i, t] * (k[j, t] *
