@@ -491,8 +491,12 @@ class Renderer {
     const std::size_t collapsible = row_state_ ? loops.size() - 1 : loops.size();
     std::size_t run = 0;
     if (!in_parallel_) {
+      const auto nothing_between = [&](std::size_t at) {
+        const std::vector<ScalarId>& homed = homes_.homed(at);
+        return std::all_of(homed.begin(), homed.end(), [&](ScalarId id) { return per_row(id); });
+      };
       while (scope + run < collapsible && loops[scope + run].parallel &&
-             (run == 0 || homes_.homed(scope + run).empty())) {
+             (run == 0 || nothing_between(scope + run))) {
         ++run;
       }
     }
@@ -528,9 +532,18 @@ class Renderer {
         !homes_.has_child_scope(scope + 1)) {
       line(indent, "#pragma omp simd");
     }
+    // The loops in order; but where they are collapsed from the tiled loop to the one around c,
+    // the tiled loop goes last (a query position's heads outside the tiles of positions: each
+    // head's keys and values stay in cache for all its tiles; row_state.hpp).
+    std::vector<std::size_t> order;
+    for (std::size_t k = 0; k < loops_here; ++k) order.push_back(scope + k);
+    if (row_tile_ && run > 0 && scope <= row_loop_ && scope + run + 1 == loops.size()) {
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(row_loop_ - scope));
+      order.push_back(row_loop_);
+    }
     for (std::size_t k = 0; k < loops_here; ++k) {
-      const graph::Loop& loop = loops[scope + k];
-      if (row_tile_ && scope + k == row_loop_) {  // the rows, row_tile_ at a time
+      const graph::Loop& loop = loops[order[k]];
+      if (row_tile_ && order[k] == row_loop_) {  // the rows, row_tile_ at a time
         line(indent + k, "for (kiln_i64 " + row_tile_start() + " = 0; " + row_tile_start() +
                              " < " + expr(loop.extent) + "; " + row_tile_start() +
                              " += " + std::to_string(row_tile_) + ") {");

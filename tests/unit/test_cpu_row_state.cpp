@@ -387,8 +387,9 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
     std::filesystem::remove_all(dir);
   }
 
-  // Loops (i, head, c): the keys differ between heads, so the tile is of query positions i,
-  // each head's fold in turn inside it.
+  // Loops (i, head, c): the keys differ between heads, so the tile is of query positions i;
+  // the heads go outside the tiles (both collapsed for the threads), so that a head's keys
+  // and values stay in cache for all its tiles.
   {
     const Body inside = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true, true});
     const std::optional<targets::cpu::RowStatePlan> i_plan =
@@ -404,7 +405,8 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
     const std::size_t heads = inside_code.find("for (kiln_i64 L_" + h + " = 0;");
     REQUIRE(tile != std::string::npos);
     REQUIRE(heads != std::string::npos);
-    CHECK(tile < heads);
+    CHECK(heads < tile);
+    CHECK(contains(inside_code, "#pragma omp parallel for collapse(2)"));
   }
 
   // Not a key product: a factor that reads both the row and the key (q[i, t] * (k[j, t] *
