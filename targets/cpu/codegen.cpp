@@ -773,7 +773,8 @@ class Renderer {
   // a block's keys (the scores, their max, the weights: `omp simd` over the tile's rows), the
   // key products are a small matrix product per block (kKeyTileKeys accumulator vectors, one
   // per key, each over the tile's rows, by the row operands set out [t][row] once per tile),
-  // and the weighted values kValueRows rows by kValueGroup keys per pass over the columns. A
+  // and the weighted values in vectors across the block's keys (emit_register_values), or
+  // kValueRows rows by kValueGroup keys per pass over the columns (emit_tiled_values). A
   // partial tile repeats its last row (in bounds; its copies are not stored); the keys of a
   // ragged block past its end are not read (a product's pass repeats its last key).
   void emit_key_tiled_fold(const RowStatePlan& plan, std::size_t indent) {
@@ -923,7 +924,11 @@ class Renderer {
     line(in + 2, values + "[ki][" + column(plan) + "] *= " + scale + "[ki];");
     line(in + 1, "}");
     line(in, "}");
-    emit_tiled_values(plan, begin, count, weights, in);
+    if (plan.columns % kKeyTileRows == 0 && plan.columns <= kMaxRegisterValueColumns) {
+      emit_register_values(plan, begin, count, weights, in);
+    } else {
+      emit_tiled_values(plan, begin, count, weights, in);
+    }
     line(indent, "}");
     for (ScalarId n : row_nodes) renamed_.erase(n);
   }
@@ -1005,6 +1010,75 @@ class Renderer {
     line(in, "}");
     line(indent, "}");
     renamed_[p.reduce] = sums + "[kj" + std::to_string(row_state_->reduce) + "][ki]";
+  }
+
+  // The weighted values of a block for the tile's rows, where the columns are whole vectors:
+  // the block's values copied into an array of its keys by the columns, then for kValueRows
+  // rows by up to 4 vectors of columns, an accumulator vector each held across the block's
+  // keys (each a[c] read and written once per block, its terms added in key order).
+  void emit_register_values(const RowStatePlan& plan, const std::string& begin,
+                            const std::string& count, const std::string& weights,
+                            std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const std::string id = std::to_string(plan.reduce);
+    const std::string r = "L_" + s.var, values = row_state_name(plan, 2), c = column(plan);
+    const std::string block = "kv" + id, rows = "kh" + id, chunk = "ko" + id, key = "kj" + id;
+    const std::string columns = std::to_string(plan.columns);
+    const std::int64_t vectors = plan.columns / kKeyTileRows;
+    std::int64_t per_chunk = std::min<std::int64_t>(4, vectors);
+    while (vectors % per_chunk != 0) --per_chunk;
+    line(indent, "float " + block + "[" + std::to_string(plan.key_block) + "][" + columns +
+                     "] __attribute__((aligned(64)));");
+    line(indent, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    open_column_loop(plan, plan.column_nodes, indent + 1, kKeyTileRows);
+    line(indent + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+    for (ScalarId n : plan.column_nodes) emit_node(n, indent + 2);
+    line(indent + 2, block + "[" + key + "][" + c + "] = " + value(s.args[1], nullptr) + ";");
+    line(indent + 1, "}");
+    line(indent, "}");
+    line(indent, "for (kiln_i64 " + rows + " = 0; " + rows + " < " + std::to_string(row_tile_) +
+                     "; " + rows + " += " + std::to_string(kValueRows) + ") {");
+    line(indent + 1, "for (kiln_i64 " + chunk + " = 0; " + chunk + " < " + columns + "; " +
+                         chunk + " += " + std::to_string(per_chunk * kKeyTileRows) + ") {");
+    const std::size_t in = indent + 2;
+    auto acc = [&](std::int64_t row, std::int64_t v) {
+      return "y" + std::to_string(row) + "_" + std::to_string(v);
+    };
+    auto at = [&](std::int64_t row, std::int64_t v) {
+      return "&" + values + "[" + rows + " + " + std::to_string(row) + "][" + chunk + " + " +
+             std::to_string(v * kKeyTileRows) + "]";
+    };
+    for (std::int64_t row = 0; row < kValueRows; ++row) {
+      for (std::int64_t v = 0; v < per_chunk; ++v) {
+        line(in, "kiln_f32x16 " + acc(row, v) + ";");
+        line(in, "__builtin_memcpy(&" + acc(row, v) + ", " + at(row, v) + ", sizeof " +
+                     acc(row, v) + ");");
+      }
+    }
+    line(in, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    for (std::int64_t v = 0; v < per_chunk; ++v) {
+      line(in + 1, "kiln_f32x16 x" + std::to_string(v) + ";");
+      line(in + 1, "__builtin_memcpy(&x" + std::to_string(v) + ", &" + block + "[" + key + "][" +
+                       chunk + " + " + std::to_string(v * kKeyTileRows) + "], sizeof x" +
+                       std::to_string(v) + ");");
+    }
+    for (std::int64_t row = 0; row < kValueRows; ++row) {
+      const std::string w = "w" + std::to_string(row);
+      line(in + 1, "const float " + w + " = " + weights + "[" + key + "][" + rows + " + " +
+                       std::to_string(row) + "];");
+      for (std::int64_t v = 0; v < per_chunk; ++v) {
+        line(in + 1, acc(row, v) + " += x" + std::to_string(v) + " * " + w + ";");
+      }
+    }
+    line(in, "}");
+    for (std::int64_t row = 0; row < kValueRows; ++row) {
+      for (std::int64_t v = 0; v < per_chunk; ++v) {
+        line(in, "__builtin_memcpy(" + at(row, v) + ", &" + acc(row, v) + ", sizeof " +
+                     acc(row, v) + ");");
+      }
+    }
+    line(indent + 1, "}");
+    line(indent, "}");
   }
 
   // The weighted values of a block for the tile's rows: kValueRows rows by kValueGroup keys

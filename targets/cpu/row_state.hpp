@@ -66,6 +66,9 @@ constexpr std::int64_t kRowTile = 8;
 constexpr std::int64_t kKeyTileRows = 16;
 constexpr std::int64_t kKeyTileKeys = 16;
 constexpr std::int64_t kValueRows = 4;
+// The most columns whose weighted values are held in vector registers (a multiple of
+// kKeyTileRows): the block's values are copied into an array of this many floats per key.
+constexpr std::int64_t kMaxRegisterValueColumns = 128;
 // The largest constant extent of a key product's reduction (its row operands are kept for a
 // tile of rows: extent x kKeyTileRows floats).
 constexpr std::int64_t kMaxKeyProductExtent = 256;

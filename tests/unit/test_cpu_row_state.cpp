@@ -358,6 +358,10 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
   CHECK(contains(code, "kiln_f32x16 kd" + n + "_" + last + " = {};"));
   CHECK(contains(code, "kd" + n + "_" + last + " += q * "));
   CHECK(contains(code, "kiln_imin(kp" + n + " + " + last + ", kn" + id + " - 1)"));
+  // The weighted values of kValueRows rows by the 32 columns' two vectors held in vectors
+  // across the block's keys.
+  const std::string last_row = std::to_string(targets::cpu::kValueRows - 1);
+  CHECK(contains(code, "y" + last_row + "_1 += x1 * w" + last_row + ";"));
   // The rows are the lanes: no sum or max across lanes anywhere (no horizontal reductions).
   CHECK(!contains(code, "reduction("));
   // A block the mask hides from every row of the tile is skipped.
@@ -450,11 +454,9 @@ TEST_CASE("cpu row state: the column loop inside the key loop vectorizes, and in
       {true, rowwise, {"reduction(max: kx", "for ("}},
       {true, rowwise, {"reduction(+: kt", "for ("}},
       {true, rowwise, {"const float w = kw", "for (kiln_i64 L_o2"}},
-      // With key products: the loops over the tile's rows (the max, the weights) and the
-      // weighted values' pass over the columns.
+      // With key products: the loops over the tile's rows (the max, the weights).
       {true, {}, {"int kq", "for (kiln_i64 kj", "for (kiln_i64 ki"}},
       {true, {}, {"float kw", "for (kiln_i64 ki"}},
-      {true, {}, {"kiln_i64 ku", "for (kiln_i64 L_o2"}},
   };
   const std::string prelude = targets::cpu::cpu_prelude();
   for (const Form& form : forms) {
