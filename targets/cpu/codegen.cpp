@@ -46,6 +46,8 @@ static inline double kiln_fmin(double a, double b) { return (a != a || b != b) ?
 static inline double kiln_sat(double v, double lo, double hi) {
   if (v != v) return 0; v = __builtin_trunc(v); return v < lo ? lo : (v > hi ? hi : v);
 }
+// Sixteen floats: one AVX-512 register (two AVX2 ones), the key products' accumulators.
+typedef float kiln_f32x16 __attribute__((vector_size(64)));
 static inline float kiln_round_f16(float x) { return (float)(_Float16)x; }
 static inline float kiln_bf16_load(unsigned short b) {
   unsigned int u = (unsigned int)b << 16; float f; __builtin_memcpy(&f, &u, 4); return f;
@@ -194,8 +196,18 @@ class Renderer {
       : body_(body), nodes_(body.scalars()), homes_(body) {
     if (options.row_state) row_state_ = plan_row_state(body, homes_);
     if (row_state_ && !options.key_blocks) row_state_->key_block = 0;
-    if (row_state_ && row_state_->key_block && tiles_rows(*row_state_)) row_tile_ = kRowTile;
-    symbol_suffix_ = !options.row_state ? "_plain" : !options.key_blocks ? "_keywise" : "";
+    if (row_state_ && !options.key_products) row_state_->key_products.clear();
+    if (row_state_ && row_state_->key_block && !row_state_->key_products.empty()) {
+      row_tile_ = kKeyTileRows;
+      row_loop_ = row_state_->key_tile_loop;
+    } else if (row_state_ && row_state_->key_block && row_state_->tiles_rows) {
+      row_tile_ = kRowTile;
+      row_loop_ = body.loops().size() - 2;
+    }
+    symbol_suffix_ = !options.row_state    ? "_plain"
+                     : !options.key_blocks   ? "_keywise"
+                     : !options.key_products ? "_rowwise"
+                                             : "";
   }
 
   KernelSource render() {
@@ -325,7 +337,18 @@ class Renderer {
       }
       case ScalarOp::Cast: return cast(a(0), nodes_[s.args[0]].dtype, t);
       case ScalarOp::Exp2: return vector_math("exp2");
-      case ScalarOp::Log2: return vector_math("log2");
+      case ScalarOp::Log2: {
+        // The log2 of a 0 or 1 (a boolean or a comparison) cast to a float, an additive mask,
+        // is a select: exact, and no polynomial.
+        const Scalar& arg = nodes_[s.args[0]];
+        const auto zero_or_one = [&](const Scalar& x) {
+          return x.dtype == DType::Bool || x.op == ScalarOp::LessThan;
+        };
+        if (is_float && arg.op == ScalarOp::Cast && zero_or_one(nodes_[arg.args[0]])) {
+          return "(" + a(0) + " != 0 ? " + literal(0, t) + " : " + literal(-INFINITY, t) + ")";
+        }
+        return vector_math("log2");
+      }
       case ScalarOp::Sin: return vector_math("sin");
       case ScalarOp::Sqrt: return math("sqrt");
       case ScalarOp::Recip:
@@ -486,7 +509,9 @@ class Renderer {
   // Output scope `scope` (inside loops 0..scope-1) and everything inside it.
   void emit_output_scope(std::size_t scope, std::size_t indent) {
     const std::vector<graph::Loop>& loops = body_.loops();
-    if (!row_tile_ || scope + 1 != loops.size()) emit_nodes(scope, indent);  // else per row
+    for (ScalarId id : homes_.homed(scope)) {
+      if (!per_row(id)) emit_node(id, indent);  // else in the tile, for each row
+    }
     if (scope == loops.size()) {
       emit_store(indent);
       return;
@@ -500,8 +525,12 @@ class Renderer {
     const std::size_t collapsible = row_state_ ? loops.size() - 1 : loops.size();
     std::size_t run = 0;
     if (!in_parallel_) {
+      const auto nothing_between = [&](std::size_t at) {
+        const std::vector<ScalarId>& homed = homes_.homed(at);
+        return std::all_of(homed.begin(), homed.end(), [&](ScalarId id) { return per_row(id); });
+      };
       while (scope + run < collapsible && loops[scope + run].parallel &&
-             (run == 0 || homes_.homed(scope + run).empty())) {
+             (run == 0 || nothing_between(scope + run))) {
         ++run;
       }
     }
@@ -537,9 +566,18 @@ class Renderer {
         !homes_.has_child_scope(scope + 1)) {
       line(indent, "#pragma omp simd");
     }
+    // The loops in order; but where they are collapsed from the tiled loop to the one around c,
+    // the tiled loop goes last (a query position's heads outside the tiles of positions: each
+    // head's keys and values stay in cache for all its tiles; row_state.hpp).
+    std::vector<std::size_t> order;
+    for (std::size_t k = 0; k < loops_here; ++k) order.push_back(scope + k);
+    if (row_tile_ && run > 0 && scope <= row_loop_ && scope + run + 1 == loops.size()) {
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(row_loop_ - scope));
+      order.push_back(row_loop_);
+    }
     for (std::size_t k = 0; k < loops_here; ++k) {
-      const graph::Loop& loop = loops[scope + k];
-      if (row_tile_ && scope + k + 2 == loops.size()) {  // the rows, kRowTile at a time
+      const graph::Loop& loop = loops[order[k]];
+      if (row_tile_ && order[k] == row_loop_) {  // the rows, row_tile_ at a time
         line(indent + k, "for (kiln_i64 " + row_tile_start() + " = 0; " + row_tile_start() +
                              " < " + expr(loop.extent) + "; " + row_tile_start() +
                              " += " + std::to_string(row_tile_) + ") {");
@@ -563,7 +601,10 @@ class Renderer {
     const std::string columns = std::to_string(plan.columns);
     line(indent, "// row state of %" + std::to_string(plan.reduce) + ": every " + plan.column_var +
                      " < " + columns + " at once" +
-                     (plan.key_block ? ", keys in blocks of " + std::to_string(plan.key_block) : ""));
+                     (plan.key_block ? ", keys in blocks of " + std::to_string(plan.key_block) : "") +
+                     (plan.key_block && row_tile_ == kKeyTileRows
+                          ? ", rows " + std::to_string(row_tile_) + " at a time with key products"
+                          : ""));
     if (!plan.row_inputs.empty()) {
       for (ScalarId id : plan.row_inputs) {
         line(indent, std::string(compute_type(nodes_[id].dtype)) + " p" + std::to_string(id) +
@@ -581,7 +622,9 @@ class Renderer {
       }
     }
     emit_state(plan, indent);
-    if (plan.key_block) {
+    if (plan.key_block && row_tile_ == kKeyTileRows) {
+      emit_key_tiled_fold(plan, indent);
+    } else if (plan.key_block) {
       emit_blocked_fold(plan, indent);
     } else {
       emit_keywise_fold(plan, indent);
@@ -674,9 +717,7 @@ class Renderer {
         key_loop(in);
         line(in + 1, "const kiln_i64 " + r + " = " + start + " + " + key + ";");
         for (ScalarId n : plan.guard_nodes) emit_node(n, in + 1);
-        const std::string g = value(*plan.key_guard, nullptr);
-        line(in + 1, masked + "[" + key + "] = " +
-                         (plan.guard_selects ? g + " == 0" : g + " == -__builtin_inff()") + ";");
+        line(in + 1, masked + "[" + key + "] = " + guard_hides(plan) + ";");
         line(in, "}");
       }
       const std::string grouped = "kf" + id;
@@ -761,29 +802,399 @@ class Renderer {
     line(indent, "}");
   }
 
-  // Whether the rows around a blocked fold are done kRowTile at a time (each key block then
-  // serves them all from the L1 cache): the row loop's nodes are cheap to compute per row and
-  // block (no reduction), no row inputs, and the keys the same for every row.
-  bool tiles_rows(const RowStatePlan& plan) const {
+  // The online softmax folded in blocks of keys for a tile of kKeyTileRows rows at once, its
+  // inner reductions key products (row_state.hpp): the rows are the lanes of every loop over
+  // a block's keys (the scores, their max, the weights: `omp simd` over the tile's rows), the
+  // key products are a small matrix product per block (kKeyTileKeys accumulator vectors, one
+  // per key, each over the tile's rows, by the row operands set out [t][row] once per tile),
+  // and the weighted values in vectors across the block's keys (emit_register_values), or
+  // kValueRows rows by kValueGroup keys per pass over the columns (emit_tiled_values). A
+  // partial tile repeats its last row (in bounds; its copies are not stored); the keys of a
+  // ragged block past its end are not read (a product's pass repeats its last key).
+  void emit_key_tiled_fold(const RowStatePlan& plan, std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
     const std::vector<graph::Loop>& loops = body_.loops();
-    if (!plan.row_inputs.empty()) return false;
-    for (ScalarId id : homes_.homed(loops.size() - 1)) {
-      if (nodes_[id].op == ScalarOp::Reduce) return false;
+    const std::string id = std::to_string(plan.reduce);
+    const std::string block = std::to_string(plan.key_block);
+    const std::string rows = std::to_string(row_tile_);
+    const std::string rows_end = expr(loops[row_loop_].extent);
+    const std::string row_var = "L_" + loops[row_loop_].var;
+    const std::string start = row_tile_start();
+    const std::string r = "L_" + s.var;
+    const std::string state = row_state_name(plan, 0), sum_state = row_state_name(plan, 1),
+                      values = row_state_name(plan, 2);
+    const std::string m = state + "[ki]", l = sum_state + "[ki]";
+    const std::string log2e = literal(std::numbers::log2e, s.dtype);
+    const std::string end = "ke" + id, begin = "kb" + id, count = "kn" + id, key = "kj" + id;
+    const std::string scores = "ks" + id, weights = "kw" + id, top = "kx" + id, nan = "kq" + id,
+                      real = "kr" + id, max = "km" + id, scale = "kc" + id, sum = "kt" + id,
+                      sees = "kg" + id;
+    // `for` each row of the tile as a lane: the row variable, clamped.
+    // Loops over the tile's rows are vectors of kKeyTileRows lanes.
+    const std::string lanes = "#pragma omp simd simdlen(" + rows + ")";
+    auto open_lanes = [&](std::size_t at) {
+      line(at, lanes);
+      line(at, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+      line(at + 1, "const kiln_i64 " + row_var + " = kiln_imin(" + start + " + ki, " + rows_end +
+                       " - 1);");
+    };
+    auto key_loop = [&](std::size_t at) {
+      line(at, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    };
+    // The nodes computed per row, once per tile, into arrays of the tile's rows.
+    const std::vector<ScalarId> row_nodes = per_row_nodes();
+    if (!row_nodes.empty()) {
+      for (ScalarId n : row_nodes) {
+        line(indent, std::string(compute_type(nodes_[n].dtype)) + " kl" + std::to_string(n) + "[" +
+                         rows + "];");
+      }
+      open_lanes(indent);
+      for (ScalarId n : row_nodes) emit_node(n, indent + 1);  // Const and Param emit nothing
+      for (ScalarId n : row_nodes) {
+        line(indent + 1, "kl" + std::to_string(n) + "[ki] = v" + std::to_string(n) + ";");
+      }
+      line(indent, "}");
+      for (ScalarId n : row_nodes) renamed_[n] = "kl" + std::to_string(n) + "[ki]";
     }
-    const std::vector<std::string> dims = graph::free_dims(nodes_[plan.reduce].extent);
-    return std::find(dims.begin(), dims.end(), loops[loops.size() - 2].var) == dims.end();
+    // Each key product's row operands, [t][row], once per tile.
+    for (const KeyProduct& p : plan.key_products) {
+      const Scalar& inner = nodes_[p.reduce];
+      const std::string t = "L_" + inner.var;
+      const std::string operands = "ka" + std::to_string(p.reduce);
+      line(indent, "float " + operands + "[" + std::to_string(p.extent) + "][" + rows +
+                       "] __attribute__((aligned(64)));");
+      line(indent, "for (kiln_i64 " + t + " = 0; " + t + " < " + std::to_string(p.extent) +
+                       "; ++" + t + ") {");
+      open_lanes(indent + 1);
+      emit_under(p.row_operand, homes_.reduce_scope(p.reduce), indent + 2);
+      line(indent + 2, operands + "[" + t + "][ki] = " + value(p.row_operand, nullptr) + ";");
+      line(indent + 1, "}");
+      line(indent, "}");
+    }
+    line(indent, "const kiln_i64 " + end + " = " + expr(s.extent) + ";");
+    line(indent, "for (kiln_i64 " + begin + " = 0; " + begin + " < " + end + "; " + begin +
+                     " += " + block + ") {");
+    std::size_t in = indent + 1;
+    line(in, "const kiln_i64 " + count + " = kiln_imin(" + block + ", " + end + " - " + begin +
+                 ");");
+    if (plan.key_guard) {
+      // The mask first: a block that it hides from every row of the tile, and that finds each
+      // row's max finite, changes nothing (row_state.hpp) and is skipped. (Each lane keeps
+      // whether its row sees a key: no sum across lanes per key.)
+      line(in, "int " + sees + "[" + rows + "];");
+      line(in, lanes);
+      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) " + sees + "[ki] = 0;");
+      key_loop(in);
+      open_lanes(in + 1);
+      line(in + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+      for (ScalarId n : plan.guard_nodes) emit_node(n, in + 2);
+      line(in + 2, sees + "[ki] |= !(" + guard_hides(plan) + ");");
+      line(in + 1, "}");
+      line(in, "}");
+      line(in, "int seen = 0, finite = 1;");
+      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+      line(in + 1, "seen |= " + sees + "[ki];");
+      line(in + 1, "finite &= " + m + " > -__builtin_inff();");
+      line(in, "}");
+      line(in, "if (!seen && finite) continue;");
+    }
+    for (const KeyProduct& p : plan.key_products) emit_key_product(p, begin, count, in);
+    // The scores.
+    line(in, "float " + scores + "[" + block + "][" + rows + "];");
+    key_loop(in);
+    open_lanes(in + 1);
+    line(in + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+    for (ScalarId n : plan.key_elementwise) emit_node(n, in + 2);
+    line(in + 2, scores + "[" + key + "][ki] = " +
+                     (plan.key_guard ? "(" + guard_hides(plan) + ") ? -__builtin_inff() : " : "") +
+                     value(s.args[0], nullptr) + ";");
+    line(in + 1, "}");
+    line(in, "}");
+    for (const KeyProduct& p : plan.key_products) renamed_.erase(p.reduce);
+    // Each row's new max (as emit_blocked_fold: NaN and elements above -inf counted), the
+    // monoid's rescale of its state, its weights and their sum.
+    line(in, "float " + top + "[" + rows + "], " + max + "[" + rows + "], " + scale + "[" + rows +
+                 "], " + sum + "[" + rows + "];");
+    line(in, "int " + nan + "[" + rows + "], " + real + "[" + rows + "];");
+    line(in, lanes);
+    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+    line(in + 1, top + "[ki] = -__builtin_inff(); " + nan + "[ki] = 0; " + real + "[ki] = 0; " +
+                     sum + "[ki] = 0.0f;");
+    line(in, "}");
+    key_loop(in);
+    line(in + 1, lanes);
+    line(in + 1, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+    line(in + 2, "const float e = " + scores + "[" + key + "][ki];");
+    line(in + 2, top + "[ki] = e > " + top + "[ki] ? e : " + top + "[ki];");
+    line(in + 2, nan + "[ki] += e != e;");
+    line(in + 2, real + "[ki] += e > -__builtin_inff();");
+    line(in + 1, "}");
+    line(in, "}");
+    line(in, lanes);
+    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+    line(in + 1, max + "[ki] = " + nan + "[ki] ? __builtin_nanf(\"\") : (" + real + "[ki] ? kiln_fmaxf(" +
+                     m + ", " + top + "[ki]) : " + m + ");");
+    line(in + 1, scale + "[ki] = " + m + " < " + max + "[ki] ? kiln_exp2f((" + m + " - " + max +
+                     "[ki]) * " + log2e + ") : 1.0f;");
+    line(in, "}");
+    line(in, "float " + weights + "[" + block + "][" + rows + "];");
+    key_loop(in);
+    line(in + 1, lanes);
+    line(in + 1, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+    line(in + 2, "const float e = " + scores + "[" + key + "][ki];");
+    line(in + 2, "const float w = e < " + max + "[ki] ? kiln_exp2f((e - " + max + "[ki]) * " +
+                     log2e + ") : 1.0f;");
+    line(in + 2, weights + "[" + key + "][ki] = w;");
+    line(in + 2, sum + "[ki] += w;");
+    line(in + 1, "}");
+    line(in, "}");
+    line(in, lanes);
+    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+    line(in + 1, l + " = " + l + " * " + scale + "[ki] + " + sum + "[ki];");
+    line(in + 1, m + " = " + max + "[ki];");
+    line(in, "}");
+    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+    open_column_loop(plan, {}, in + 1);
+    line(in + 2, values + "[ki][" + column(plan) + "] *= " + scale + "[ki];");
+    line(in + 1, "}");
+    line(in, "}");
+    if (plan.columns % kKeyTileRows == 0 && plan.columns <= kMaxRegisterValueColumns) {
+      emit_register_values(plan, begin, count, weights, in);
+    } else {
+      emit_tiled_values(plan, begin, count, weights, in);
+    }
+    line(indent, "}");
+    for (ScalarId n : row_nodes) renamed_.erase(n);
   }
 
-  std::string row_tile_start() const { return "kt_" + body_.loops()[body_.loops().size() - 2].var; }
+  // Whether the guard of a blocked fold hides the key (row_state.hpp), as C.
+  std::string guard_hides(const RowStatePlan& plan) const {
+    const std::string g = value(*plan.key_guard, nullptr);
+    return plan.guard_selects ? g + " == 0" : g + " == -__builtin_inff()";
+  }
 
-  // `for` each row of the tile, with the row variable and the row loop's nodes.
+  // The nodes under `root` computed in `scope` (root included), in id order.
+  void emit_under(ScalarId root, std::size_t scope, std::size_t indent) {
+    std::set<ScalarId> under;
+    std::vector<ScalarId> stack{root};
+    while (!stack.empty()) {
+      const ScalarId n = stack.back();
+      stack.pop_back();
+      if (!under.insert(n).second) continue;
+      for (ScalarId a : nodes_[n].args) stack.push_back(a);
+    }
+    for (ScalarId n : homes_.homed(scope)) {
+      if (under.count(n)) emit_node(n, indent);
+    }
+  }
+
+  // One key product for a block of keys and the tile's rows, into kd<reduce>[key][row]: per
+  // pass, kKeyTileKeys accumulator vectors (one per key, over the rows) add row operand vector
+  // times key operand along t, in the order of the reduction (no horizontal sums). The keys
+  // of a pass past the block's end repeat its last key.
+  void emit_key_product(const KeyProduct& p, const std::string& begin, const std::string& count,
+                        std::size_t indent) {
+    const Scalar& inner = nodes_[p.reduce];
+    const std::string n = std::to_string(p.reduce);
+    const std::string t = "L_" + inner.var, r = "L_" + nodes_[row_state_->reduce].var;
+    const std::string sums = "kd" + n, operands = "ka" + n, pass = "kp" + n;
+    const std::size_t keys = static_cast<std::size_t>(kKeyTileKeys);
+    line(indent, "float " + sums + "[" + std::to_string(row_state_->key_block) + "][" +
+                     std::to_string(row_tile_) + "] __attribute__((aligned(64)));");
+    line(indent, "for (kiln_i64 " + pass + " = 0; " + pass + " < " + count + "; " + pass +
+                     " += " + std::to_string(keys) + ") {");
+    const std::size_t in = indent + 1;
+    // The pass from key `first` of the block; `clamp`: its keys past the block's end repeat
+    // its last key.
+    auto product = [&](std::size_t at, const std::string& first, bool clamp) {
+      for (std::size_t g = 0; g < keys; ++g) {
+        line(at, "kiln_f32x16 " + sums + "_" + std::to_string(g) + " = {};");
+      }
+      line(at, "for (kiln_i64 " + t + " = 0; " + t + " < " + std::to_string(p.extent) + "; ++" +
+                   t + ") {");
+      line(at + 1, "kiln_f32x16 q;");
+      line(at + 1, "__builtin_memcpy(&q, " + operands + "[" + t + "], sizeof q);");
+      for (std::size_t g = 0; g < keys; ++g) {
+        const std::string k = std::to_string(g);
+        line(at + 1, "{");
+        line(at + 2, "const kiln_i64 " + r + " = " + begin + " + " +
+                         (clamp ? "kiln_imin(" + first + " + " + k + ", " + count + " - 1)"
+                                : first + " + " + k) +
+                         ";");
+        emit_under(p.key_operand, homes_.reduce_scope(p.reduce), at + 2);
+        line(at + 2, sums + "_" + k + " += q * " + value(p.key_operand, nullptr) + ";");
+        line(at + 1, "}");
+      }
+      line(at, "}");
+      for (std::size_t g = 0; g < keys; ++g) {
+        const std::string k = std::to_string(g);
+        line(at, "__builtin_memcpy(" + sums + "[" + first + " + " + k + "], &" + sums + "_" + k +
+                     ", sizeof " + sums + "_" + k + ");");
+      }
+    };
+    // A block of at least kKeyTileKeys keys: its last pass starts early enough to end at the
+    // block's end (it computes some keys again, the same way); the keys then sit at fixed
+    // offsets from one address. A shorter block clamps its keys.
+    line(in, "if (" + count + " >= " + std::to_string(keys) + ") {");
+    line(in + 1, "const kiln_i64 " + pass + "s = kiln_imin(" + pass + ", " + count + " - " +
+                     std::to_string(keys) + ");");
+    product(in + 1, pass + "s", false);
+    line(in, "} else {");
+    product(in + 1, pass, true);
+    line(in, "}");
+    line(indent, "}");
+    renamed_[p.reduce] = sums + "[kj" + std::to_string(row_state_->reduce) + "][ki]";
+  }
+
+  // The weighted values of a block for the tile's rows, where the columns are whole vectors:
+  // the block's values copied into an array of its keys by the columns, then for kValueRows
+  // rows by up to 4 vectors of columns, an accumulator vector each held across the block's
+  // keys (each a[c] read and written once per block, its terms added in key order).
+  void emit_register_values(const RowStatePlan& plan, const std::string& begin,
+                            const std::string& count, const std::string& weights,
+                            std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const std::string id = std::to_string(plan.reduce);
+    const std::string r = "L_" + s.var, values = row_state_name(plan, 2), c = column(plan);
+    const std::string block = "kv" + id, rows = "kh" + id, chunk = "ko" + id, key = "kj" + id;
+    const std::string columns = std::to_string(plan.columns);
+    const std::int64_t vectors = plan.columns / kKeyTileRows;
+    std::int64_t per_chunk = std::min<std::int64_t>(4, vectors);
+    while (vectors % per_chunk != 0) --per_chunk;
+    line(indent, "float " + block + "[" + std::to_string(plan.key_block) + "][" + columns +
+                     "] __attribute__((aligned(64)));");
+    line(indent, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    open_column_loop(plan, plan.column_nodes, indent + 1, kKeyTileRows);
+    line(indent + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+    for (ScalarId n : plan.column_nodes) emit_node(n, indent + 2);
+    line(indent + 2, block + "[" + key + "][" + c + "] = " + value(s.args[1], nullptr) + ";");
+    line(indent + 1, "}");
+    line(indent, "}");
+    line(indent, "for (kiln_i64 " + rows + " = 0; " + rows + " < " + std::to_string(row_tile_) +
+                     "; " + rows + " += " + std::to_string(kValueRows) + ") {");
+    line(indent + 1, "for (kiln_i64 " + chunk + " = 0; " + chunk + " < " + columns + "; " +
+                         chunk + " += " + std::to_string(per_chunk * kKeyTileRows) + ") {");
+    const std::size_t in = indent + 2;
+    auto acc = [&](std::int64_t row, std::int64_t v) {
+      return "y" + std::to_string(row) + "_" + std::to_string(v);
+    };
+    auto at = [&](std::int64_t row, std::int64_t v) {
+      return "&" + values + "[" + rows + " + " + std::to_string(row) + "][" + chunk + " + " +
+             std::to_string(v * kKeyTileRows) + "]";
+    };
+    for (std::int64_t row = 0; row < kValueRows; ++row) {
+      for (std::int64_t v = 0; v < per_chunk; ++v) {
+        line(in, "kiln_f32x16 " + acc(row, v) + ";");
+        line(in, "__builtin_memcpy(&" + acc(row, v) + ", " + at(row, v) + ", sizeof " +
+                     acc(row, v) + ");");
+      }
+    }
+    line(in, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    for (std::int64_t v = 0; v < per_chunk; ++v) {
+      line(in + 1, "kiln_f32x16 x" + std::to_string(v) + ";");
+      line(in + 1, "__builtin_memcpy(&x" + std::to_string(v) + ", &" + block + "[" + key + "][" +
+                       chunk + " + " + std::to_string(v * kKeyTileRows) + "], sizeof x" +
+                       std::to_string(v) + ");");
+    }
+    for (std::int64_t row = 0; row < kValueRows; ++row) {
+      const std::string w = "w" + std::to_string(row);
+      line(in + 1, "const float " + w + " = " + weights + "[" + key + "][" + rows + " + " +
+                       std::to_string(row) + "];");
+      for (std::int64_t v = 0; v < per_chunk; ++v) {
+        line(in + 1, acc(row, v) + " += x" + std::to_string(v) + " * " + w + ";");
+      }
+    }
+    line(in, "}");
+    for (std::int64_t row = 0; row < kValueRows; ++row) {
+      for (std::int64_t v = 0; v < per_chunk; ++v) {
+        line(in, "__builtin_memcpy(" + at(row, v) + ", &" + acc(row, v) + ", sizeof " +
+                     acc(row, v) + ");");
+      }
+    }
+    line(indent + 1, "}");
+    line(indent, "}");
+  }
+
+  // The weighted values of a block for the tile's rows: kValueRows rows by kValueGroup keys
+  // per pass over the columns (each a[c] read and written once for them, its terms added in
+  // key order), then the keys left one by one.
+  void emit_tiled_values(const RowStatePlan& plan, const std::string& begin,
+                         const std::string& count, const std::string& weights,
+                         std::size_t indent) {
+    const Scalar& s = nodes_[plan.reduce];
+    const std::string id = std::to_string(plan.reduce);
+    const std::string r = "L_" + s.var, values = row_state_name(plan, 2);
+    const std::string c = column(plan), rows = "kh" + id, done = "ku" + id;
+    line(indent, "for (kiln_i64 " + rows + " = 0; " + rows + " < " + std::to_string(row_tile_) +
+                     "; " + rows + " += " + std::to_string(kValueRows) + ") {");
+    const std::size_t in = indent + 1;
+    line(in, "kiln_i64 " + done + " = 0;");
+    // A pass over the columns for `keys` keys from `from`.
+    auto pass = [&](std::size_t at, const std::string& from, std::int64_t keys) {
+      open_column_loop(plan, plan.column_nodes, at, kKeyTileRows);
+      for (std::int64_t k = 0; k < kValueRows; ++k) {
+        line(at + 1, "float y" + std::to_string(k) + " = " + values + "[" + rows + " + " +
+                         std::to_string(k) + "][" + c + "];");
+      }
+      for (std::int64_t g = 0; g < keys; ++g) {
+        const std::string at_key = from + " + " + std::to_string(g);
+        line(at + 1, "{");
+        line(at + 2, "const kiln_i64 " + r + " = " + begin + " + " + at_key + ";");
+        for (ScalarId n : plan.column_nodes) emit_node(n, at + 2);
+        const std::string v = value(s.args[1], nullptr);
+        for (std::int64_t k = 0; k < kValueRows; ++k) {
+          line(at + 2, "y" + std::to_string(k) + " += " + weights + "[" + at_key + "][" + rows +
+                           " + " + std::to_string(k) + "] * " + v + ";");
+        }
+        line(at + 1, "}");
+      }
+      for (std::int64_t k = 0; k < kValueRows; ++k) {
+        line(at + 1, values + "[" + rows + " + " + std::to_string(k) + "][" + c + "] = y" +
+                         std::to_string(k) + ";");
+      }
+      line(at, "}");
+    };
+    const std::string group = std::to_string(kValueGroup);
+    line(in, "for (; " + done + " + " + group + " <= " + count + "; " + done + " += " + group +
+                 ") {");
+    pass(in + 1, done, kValueGroup);
+    line(in, "}");
+    line(in, "for (; " + done + " < " + count + "; ++" + done + ") {");
+    pass(in + 1, done, 1);
+    line(in, "}");
+    line(indent, "}");
+  }
+
+  std::string row_tile_start() const { return "kt_" + body_.loops()[row_loop_].var; }
+
+  // Whether node `id` is computed for each row of a tile (not where it lives): it lives inside
+  // the tiled loop, outside c, and depends on the row.
+  bool per_row(ScalarId id) const {
+    const std::size_t home = homes_.home(id);
+    return row_tile_ && home > row_loop_ && home < body_.loops().size() &&
+           homes_.deps(id).count(body_.loops()[row_loop_].var);
+  }
+
+  // The nodes computed for each row of a tile, in id order.
+  std::vector<ScalarId> per_row_nodes() const {
+    std::vector<ScalarId> out;
+    for (std::size_t scope = row_loop_ + 1; scope < body_.loops().size(); ++scope) {
+      for (ScalarId id : homes_.homed(scope)) {
+        if (per_row(id)) out.push_back(id);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // `for` each row of the tile, with the row variable and the nodes computed per row.
   void open_tile_row(std::size_t indent) {
     const std::vector<graph::Loop>& loops = body_.loops();
     const std::string start = row_tile_start();
     line(indent, "for (kiln_i64 ki = 0; ki < " + std::to_string(row_tile_) + " && " + start +
-                     " + ki < " + expr(loops[loops.size() - 2].extent) + "; ++ki) {");
-    line(indent + 1, "const kiln_i64 L_" + loops[loops.size() - 2].var + " = " + start + " + ki;");
-    emit_nodes(loops.size() - 1, indent + 1);
+                     " + ki < " + expr(loops[row_loop_].extent) + "; ++ki) {");
+    line(indent + 1, "const kiln_i64 L_" + loops[row_loop_].var + " = " + start + " + ki;");
+    for (ScalarId id : per_row_nodes()) emit_node(id, indent + 1);
   }
 
   // The state: shared components are scalars, the others arrays of the columns (with row
@@ -990,13 +1401,17 @@ class Renderer {
     }
   }
 
-  // `for c < E {`, vectorized unless `nodes` (computed inside) hold a reduction.
+  // `for c < E {`, vectorized unless `nodes` (computed inside) hold a reduction (`lanes`: so
+  // many lanes, else the compiler's choice).
   void open_column_loop(const RowStatePlan& plan, const std::vector<ScalarId>& nodes,
-                        std::size_t indent) {
+                        std::size_t indent, std::int64_t lanes = 0) {
     const bool reduce = std::any_of(nodes.begin(), nodes.end(), [&](ScalarId id) {
       return nodes_[id].op == ScalarOp::Reduce && id != plan.reduce;
     });
-    if (!reduce) line(indent, "#pragma omp simd");
+    if (!reduce) {
+      line(indent, "#pragma omp simd" +
+                       (lanes ? " simdlen(" + std::to_string(lanes) + ")" : std::string()));
+    }
     const std::string c = column(plan);
     line(indent, "for (kiln_i64 " + c + " = 0; " + c + " < " + std::to_string(plan.columns) +
                      "; ++" + c + ") {");
@@ -1078,8 +1493,10 @@ class Renderer {
   NodeHomes homes_;
   std::optional<RowStatePlan> row_state_;
   std::string symbol_suffix_;
-  // Rows of the loop around the row state done together (kRowTile), or 0.
+  // Rows done together (kRowTile, kKeyTileRows), or 0, and the output loop they are
+  // iterations of (row_state.hpp).
   std::int64_t row_tile_ = 0;
+  std::size_t row_loop_ = 0;
   // Names of nodes held elsewhere than `v<id>` (a row-state reduction's row inputs, in arrays)
   // and of the shared parts of its combine expressions (computed once per r).
   std::map<ScalarId, std::string> renamed_;

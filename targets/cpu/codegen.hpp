@@ -21,7 +21,8 @@
 //   column of the head dim) is folded for all columns at once, its state in arrays
 //   (row_state.hpp): the shared work runs once per element, not once per column. The online
 //   softmax is then folded in blocks of keys: a block's scores, max and exps in vectorized
-//   loops, one rescale of the state per block.
+//   loops, one rescale of the state per block; where its inner reductions are key products
+//   (q.k), for tiles of 16 rows at once, q.k a small matrix product in vector registers.
 // - Arithmetic is in the node's dtype; f16 and bf16 compute in float and round at each node
 //   as the reference does. Float-to-integer casts saturate (NaN gives 0), an integer modulus by
 //   0 gives 0, and a dynamic row out of range reads NaN (0 for integers): a kernel never traps.
@@ -51,6 +52,10 @@ struct RenderOptions {
   // Fold a row-state online softmax in blocks of keys (row_state.hpp). Off: key by key, for
   // the tests and benchmarks that compare the two; its symbol gets the suffix `_keywise`.
   bool key_blocks = true;
+  // Compute a blocked fold's inner reductions as key products for a tile of rows
+  // (row_state.hpp). Off: each row's reductions key by key, for the tests and benchmarks that
+  // compare the two; its symbol gets the suffix `_rowwise`.
+  bool key_products = true;
 };
 
 // The C++ source of `body`.

@@ -176,6 +176,88 @@ void split_key_loops(const Body& body, RowStatePlan& plan) {
   }
 }
 
+// Whether the iterations of output loop `k` around a blocked fold can be taken in tiles, each
+// key block serving the tile's rows (RowStatePlan::tiles_rows, key_tile_loop): no row inputs,
+// the keys the same for every row, and what depends on the row in the loops inside k cheap to
+// compute per row (no reduction). Loops between k and c then run inside the tile: legal, as
+// every output loop's iterations are independent, where their extents do not depend on k.
+bool rows_tile(const Body& body, const NodeHomes& homes, const RowStatePlan& plan, std::size_t k) {
+  const std::vector<graph::Loop>& loops = body.loops();
+  const std::string& row = loops[k].var;
+  if (!plan.row_inputs.empty()) return false;
+  const std::vector<std::string> dims = graph::free_dims(body.scalars()[plan.reduce].extent);
+  if (std::find(dims.begin(), dims.end(), row) != dims.end()) return false;
+  for (std::size_t inner = k + 1; inner + 1 < loops.size(); ++inner) {
+    const std::vector<std::string> extent = graph::free_dims(loops[inner].extent);
+    if (!loops[inner].parallel || std::find(extent.begin(), extent.end(), row) != extent.end()) {
+      return false;
+    }
+  }
+  for (std::size_t scope = k + 1; scope < loops.size(); ++scope) {
+    for (ScalarId id : homes.homed(scope)) {
+      if (body.scalars()[id].op == ScalarOp::Reduce && homes.deps(id).count(row)) return false;
+    }
+  }
+  return true;
+}
+
+// The nodes under `root` (itself included), by id.
+std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) {
+  std::set<ScalarId> seen;
+  std::vector<ScalarId> stack{root};
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  return seen;
+}
+
+// Every inner reduction of a blocked fold as a key product for tiles of output loop k, or none
+// (RowStatePlan::key_products).
+std::vector<KeyProduct> plan_key_products(const Body& body, const NodeHomes& homes,
+                                          const RowStatePlan& plan, std::size_t k) {
+  const std::vector<Scalar>& nodes = body.scalars();
+  const std::size_t row_scope = body.loops().size() - 1;
+  const std::string& row = body.loops()[k].var;
+  const std::string& key = nodes[plan.reduce].var;
+  for (ScalarId n : plan.column_nodes) {
+    if (homes.deps(n).count(row)) return {};
+  }
+  std::vector<KeyProduct> products;
+  for (ScalarId n : plan.key_reductions) {
+    const Scalar& s = nodes[n];
+    if (s.op != ScalarOp::Reduce || s.dtype != graph::DType::F32) return {};
+    const Monoid& m = body.monoids().at(s.slot);
+    if (m.name != "sum" || m.identity != std::vector<double>{0.0} || m.lift.size() != 1 ||
+        nodes[m.lift[0]].op != ScalarOp::Param || nodes[m.finalize].op != ScalarOp::Param ||
+        nodes[m.combine[0]].op != ScalarOp::Add) {
+      return {};
+    }
+    const std::optional<std::int64_t> extent = s.extent.as_constant();
+    const std::size_t scope = homes.reduce_scope(n);
+    if (!extent || *extent < 1 || *extent > kMaxKeyProductExtent || scope == 0 ||
+        homes.has_child_scope(scope)) {
+      return {};
+    }
+    const Scalar& product = nodes[s.args[0]];
+    if (product.op != ScalarOp::Mul || product.dtype != graph::DType::F32) return {};
+    KeyProduct p{n, product.args[0], product.args[1], *extent};
+    if (homes.deps(p.row_operand).count(key)) std::swap(p.row_operand, p.key_operand);
+    if (homes.deps(p.row_operand).count(key) || homes.deps(p.key_operand).count(row)) return {};
+    // What the operands read: the reduction's own nodes (computed with them) and the output
+    // loops' nodes (for the key operand, free of the row: computed outside the fold).
+    for (ScalarId operand : {p.row_operand, p.key_operand}) {
+      for (ScalarId a : nodes_under(nodes, operand)) {
+        if (!trivial(nodes[a]) && homes.home(a) != scope && homes.home(a) > row_scope) return {};
+      }
+    }
+    products.push_back(p);
+  }
+  return products;
+}
+
 }  // namespace
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
@@ -225,6 +307,14 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
     if (folds_in_blocks(body, plan)) {
       plan.key_block = kKeyBlock;
       split_key_loops(body, plan);
+      plan.tiles_rows = rows_tile(body, homes, plan, loops.size() - 2);
+      // Key products tile the innermost loop they can (the rows around c, or, where the keys
+      // depend on those, an outer loop: a query position's heads have different keys).
+      for (std::size_t k = loops.size() - 1; k-- > 0 && plan.key_products.empty();) {
+        if (!rows_tile(body, homes, plan, k)) continue;
+        plan.key_products = plan_key_products(body, homes, plan, k);
+        plan.key_tile_loop = k;
+      }
     }
     return plan;
   }

@@ -60,6 +60,30 @@ constexpr std::int64_t kValueGroup = 4;
 // Rows whose folds take each key block in turn, so that the block's keys and values are read
 // from memory once for them all (codegen.cpp).
 constexpr std::int64_t kRowTile = 8;
+// Where the inner reductions are key products (below): rows per tile, one per lane of a vector
+// of 16 floats (an AVX-512 register), keys per pass of the product (an accumulator vector
+// each), and rows per pass over the columns of the weighted values (codegen.cpp).
+constexpr std::int64_t kKeyTileRows = 16;
+constexpr std::int64_t kKeyTileKeys = 16;
+constexpr std::int64_t kValueRows = 4;
+// The most columns whose weighted values are held in vector registers (a multiple of
+// kKeyTileRows): the block's values are copied into an array of this many floats per key.
+constexpr std::int64_t kMaxRegisterValueColumns = 128;
+// The largest constant extent of a key product's reduction (its row operands are kept for a
+// tile of rows: extent x kKeyTileRows floats).
+constexpr std::int64_t kMaxKeyProductExtent = 256;
+
+// An inner reduction of a blocked fold that is a float sum over a constant extent t of
+// row_operand * key_operand, the first free of the key and the second free of the row (q.k:
+// q[i, t] * k[j, t]). For a tile of rows and a block of keys these are a small matrix product:
+// the row operands are set out once per tile, [t][row], and the block's sums accumulate in
+// outer-product form, a vector over the tile's rows per key (no horizontal sums).
+struct KeyProduct {
+  graph::ScalarId reduce = 0;
+  graph::ScalarId row_operand = 0;
+  graph::ScalarId key_operand = 0;
+  std::int64_t extent = 0;
+};
 
 struct RowStatePlan {
   graph::ScalarId reduce = 0;        // the Reduce folded for every column at once
@@ -79,6 +103,11 @@ struct RowStatePlan {
   // Keys per block where the reduction is the online softmax folded in blocks (see above), 0
   // where it is folded key by key.
   std::int64_t key_block = 0;
+  // In blocks, whether the rows of the loop around c go kRowTile at a time, each key block
+  // taken by all of them (its keys and values read from memory once for them, then from L1):
+  // where that loop's nodes hold no reduction (they are cheap to compute again), there are no
+  // row inputs, and the keys are the same for every row.
+  bool tiles_rows = false;
   // In blocks, the shared nodes in two loops over a block's keys: the inner reductions (q.k)
   // and what they read, then the rest (the mask, the scale), in a loop of its own so that it
   // vectorizes; of the first, the nodes the second or the score reads (kept in arrays). By id.
@@ -93,6 +122,14 @@ struct RowStatePlan {
   std::optional<graph::ScalarId> key_guard;
   bool guard_selects = false;
   std::vector<graph::ScalarId> guard_nodes;
+  // Every inner reduction of the block as a key product (above), or empty where one is not:
+  // then they run key by key. The rows are the iterations of output loop `key_tile_loop`,
+  // kKeyTileRows at a time: the innermost loop outside c whose iterations can share key blocks
+  // as for tiles_rows, whose variable the key operands and the weighted values (the column
+  // nodes) are free of. Loops between it and c run inside the tile (a query position's heads,
+  // whose keys differ, one after the other for a tile of positions).
+  std::vector<KeyProduct> key_products;
+  std::size_t key_tile_loop = 0;
 };
 
 // The row-state plan for `body`, or nothing where it does not pay or does not apply: the

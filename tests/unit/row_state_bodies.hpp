@@ -49,10 +49,14 @@ struct AttentionShape {
   std::int64_t columns = 16;   // c: the innermost output loop
   ScoreMask mask = ScoreMask::None;
   bool softmax = true;         // the online-softmax monoid, or a plain sum of x_j * y_j
+  // Loops (i, head, c), the output [seq, heads, columns]: the loop around c is the heads,
+  // whose keys differ (as a [seq, heads * d] activation's attention reads them).
+  bool heads_inside = false;
 };
 
 // Inputs q [heads, seq, head_dim], k [heads, seq, head_dim], v [heads, seq, columns] and, for
-// ScoreMask::Input, an additive mask [seq, seq]; output [heads, seq, columns].
+// ScoreMask::Input, an additive mask [seq, seq]; output [heads, seq, columns] (or [seq, heads,
+// columns], heads_inside).
 inline graph::Body attention_body(const AttentionShape& shape, graph::DType f = graph::DType::F32) {
   using graph::Expr;
   using graph::ScalarId;
@@ -61,7 +65,15 @@ inline graph::Body attention_body(const AttentionShape& shape, graph::DType f = 
   if (shape.mask == ScoreMask::Input) inputs.push_back(f);
   graph::BodyBuilder b(inputs);
   const Expr heads = Expr::dim("heads"), seq = Expr::dim("seq");
-  const Expr h = b.output_loop(heads), i = b.output_loop(seq), c = b.output_loop(shape.columns);
+  Expr h, i;
+  if (shape.heads_inside) {
+    i = b.output_loop(seq);
+    h = b.output_loop(heads);
+  } else {
+    h = b.output_loop(heads);
+    i = b.output_loop(seq);
+  }
+  const Expr c = b.output_loop(shape.columns);
   const std::string j = b.reduce_var(), t = b.reduce_var();
   const Expr D = shape.head_dim, E = shape.columns;
   const ScalarId q = b.load(0, (h * seq + i) * D + Expr::dim(t));
@@ -80,7 +92,8 @@ inline graph::Body attention_body(const AttentionShape& shape, graph::DType f = 
       shape.softmax
           ? b.reduce(online_softmax_monoid(b, f), j, seq, {x, y}, f)
           : b.reduce(b.sum_monoid(f), j, seq, {b.binary(ScalarOp::Mul, x, y)}, f);
-  return b.finish(value, heads * seq * E, (h * seq + i) * E + c);
+  const Expr row = shape.heads_inside ? i * heads + h : h * seq + i;
+  return b.finish(value, heads * seq * E, row * E + c);
 }
 
 // Random inputs for attention_body at `heads` and `seq`. The mask input is 0 or -inf, and every

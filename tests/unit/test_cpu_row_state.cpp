@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -83,6 +84,8 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"online softmax causal", {16, 16, ScoreMask::Causal, true}},
       {"online softmax -inf mask", {8, 16, ScoreMask::Input, true}},
       {"online softmax d=64", {64, 64, ScoreMask::Causal, true}},
+      {"online softmax heads inside", {16, 16, ScoreMask::Causal, true, true}},
+      {"online softmax heads inside -inf mask", {8, 16, ScoreMask::Input, true, true}},
       {"matmul chain", {16, 16, ScoreMask::None, false}},
       {"matmul chain causal", {8, 24, ScoreMask::Causal, false}},
       {"online softmax c=5", {3, 5, ScoreMask::None, true}},
@@ -90,17 +93,21 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"online softmax f16", {8, 16, ScoreMask::Causal, true}, DType::F16},
       {"online softmax bf16", {8, 16, ScoreMask::Input, true}, DType::BF16},
   };
-  // Each Body rendered as chosen (f32 online softmax: in blocks of keys) and key by key.
+  // Each Body rendered as chosen (f32 online softmax: in blocks of keys, for tiles of rows
+  // with key products), in blocks row by row, and key by key.
+  const std::vector<targets::cpu::RenderOptions> forms = {
+      {}, {.key_products = false}, {.key_blocks = false}};
   std::vector<Body> bodies;
   std::vector<targets::cpu::KernelSource> sources;
   for (const Variant& v : variants) {
     bodies.push_back(kiln::testing::attention_body(v.shape, v.dtype));
-    for (bool blocks : {true, false}) {
-      sources.push_back(targets::cpu::render_kernel(bodies.back(), {.key_blocks = blocks}));
+    for (const targets::cpu::RenderOptions& form : forms) {
+      sources.push_back(targets::cpu::render_kernel(bodies.back(), form));
       INFO(v.label << "\n" << sources.back().code);
       CHECK(contains(sources.back().code, "// row state of %"));
-      const bool blocked = v.shape.softmax && v.dtype == DType::F32 && blocks;
+      const bool blocked = v.shape.softmax && v.dtype == DType::F32 && form.key_blocks;
       CHECK(contains(sources.back().code, ", keys in blocks of ") == blocked);
+      CHECK(contains(sources.back().code, "with key products") == (blocked && form.key_products));
     }
   }
   const auto cache = fresh_dir("row-state");
@@ -109,9 +116,10 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
   const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
   std::mt19937 rng(11);
   for (std::size_t v = 0; v < variants.size(); ++v) {
-    // seq around the key block: below it, ragged, a multiple, ragged past two blocks.
+    // seq around the key block and the row tiles: below them, ragged (a last block of 1, 18
+    // and 11 keys: below and past a pass of key products), a multiple, ragged past two blocks.
     for (std::int64_t heads : {1, 3}) {
-      for (std::int64_t seq : {1, 2, 7, 33, 64, 75}) {
+      for (std::int64_t seq : {1, 2, 7, 33, 50, 64, 75}) {
         if (heads > 1 && seq > 33) continue;  // the interpreter's time
         const kiln::testing::BodyCase c = kiln::testing::attention_case(
             variants[v].label, bodies[v], variants[v].shape, heads, seq, rng);
@@ -119,8 +127,8 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
         for (int threads : {1, 2}) {
           targets::cpu::set_threads(threads);
           std::vector<std::vector<double>> outputs;
-          for (std::size_t form = 0; form < 2; ++form) {
-            const std::size_t k = 2 * v + form;
+          for (std::size_t form = 0; form < forms.size(); ++form) {
+            const std::size_t k = forms.size() * v + form;
             REQUIRE(kernels[k].fn != nullptr);
             INFO(c.label << " threads=" << threads << "\n" << sources[k].code);
             outputs.push_back(run(kernels[k], sources[k], c));
@@ -138,13 +146,16 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
             INFO("first wrong element " << first << ": " << got[first] << " vs " << expected[first]);
             CHECK(wrong == 0);
           }
-          // The blocked and the key-by-key fold agree with each other too (no NaN in either).
-          std::size_t apart = 0;
-          for (std::size_t e = 0; e < outputs[0].size(); ++e) {
-            apart += !(std::fabs(outputs[0][e] - outputs[1][e]) <= 4e-5 * (1.0 + std::fabs(outputs[1][e])));
+          // The blocked and the key-by-key folds agree with each other too (no NaN in any).
+          for (std::size_t form = 0; form + 1 < forms.size(); ++form) {
+            std::size_t apart = 0;
+            for (std::size_t e = 0; e < outputs[form].size(); ++e) {
+              apart += !(std::fabs(outputs[form][e] - outputs.back()[e]) <=
+                         4e-5 * (1.0 + std::fabs(outputs.back()[e])));
+            }
+            INFO(c.label << " threads=" << threads << " form " << form);
+            CHECK(apart == 0);
           }
-          INFO(c.label << " threads=" << threads);
-          CHECK(apart == 0);
         }
       }
     }
@@ -248,14 +259,16 @@ TEST_CASE("cpu row state: key by key, the online softmax keeps max and sum scala
   CHECK(code.find("reduction(+:") < inner);
 }
 
-TEST_CASE("cpu row state: in blocks of keys, the online softmax rescales once per block",
+TEST_CASE("cpu row state: in blocks of keys, row by row, the online softmax rescales once per "
+          "block",
           "[cpu][row-state]") {
   const Body body = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true});
   const std::optional<targets::cpu::RowStatePlan> plan =
       targets::cpu::plan_row_state(body, targets::NodeHomes(body));
   REQUIRE(plan);
   REQUIRE(plan->key_block == targets::cpu::kKeyBlock);
-  const std::string code = targets::cpu::render_kernel(body).code;
+  CHECK(plan->tiles_rows);
+  const std::string code = targets::cpu::render_kernel(body, {.key_products = false}).code;
   INFO(code);
   const std::string id = std::to_string(plan->reduce);
   const std::string block = std::to_string(targets::cpu::kKeyBlock);
@@ -307,24 +320,148 @@ TEST_CASE("cpu row state: in blocks of keys, the online softmax rescales once pe
   }
 }
 
+TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner reductions that are "
+          "key products as a small matrix product",
+          "[cpu][row-state]") {
+  const Body body = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true});
+  const std::optional<targets::cpu::RowStatePlan> plan =
+      targets::cpu::plan_row_state(body, targets::NodeHomes(body));
+  REQUIRE(plan);
+  REQUIRE(plan->key_products.size() == 1);
+  const targets::cpu::KeyProduct& p = plan->key_products[0];
+  CHECK(p.reduce == plan->key_reductions[0]);
+  CHECK(p.extent == 16);
+  // q's load is the row operand, k's the key operand, whichever way the product reads them.
+  CHECK(body.scalar(p.row_operand).op == ScalarOp::Load);
+  CHECK(body.scalar(p.row_operand).slot == 0);
+  CHECK(body.scalar(p.key_operand).op == ScalarOp::Load);
+  CHECK(body.scalar(p.key_operand).slot == 1);
+
+  const std::string code = targets::cpu::render_kernel(body).code;
+  INFO(code);
+  const std::string id = std::to_string(plan->reduce), n = std::to_string(p.reduce);
+  const std::string rows = std::to_string(targets::cpu::kKeyTileRows);
+  const std::string row = body.loops()[1].var;
+  // Rows kKeyTileRows at a time, a state per row; the row operands set out [t][row] once per
+  // tile, before the blocks of keys.
+  CHECK(contains(code, "for (kiln_i64 kt_" + row + " = 0; kt_" + row + " < D_seq; kt_" + row +
+                           " += " + rows + ") {"));
+  CHECK(contains(code, "float a" + id + "_2[" + rows + "][32];"));
+  const std::size_t operands = code.find("float ka" + n + "[16][" + rows + "]");
+  const std::size_t blocks = code.find("for (kiln_i64 kb" + id);
+  REQUIRE(operands != std::string::npos);
+  REQUIRE(blocks != std::string::npos);
+  CHECK(operands < blocks);
+  // kKeyTileKeys accumulator vectors over the rows, each adding row operands times a key's
+  // operand; a short block's keys clamped to its last.
+  const std::string last = std::to_string(targets::cpu::kKeyTileKeys - 1);
+  CHECK(contains(code, "kiln_f32x16 kd" + n + "_" + last + " = {};"));
+  CHECK(contains(code, "kd" + n + "_" + last + " += q * "));
+  CHECK(contains(code, "kiln_imin(kp" + n + " + " + last + ", kn" + id + " - 1)"));
+  // The weighted values of kValueRows rows by the 32 columns' two vectors held in vectors
+  // across the block's keys.
+  const std::string last_row = std::to_string(targets::cpu::kValueRows - 1);
+  CHECK(contains(code, "y" + last_row + "_1 += x1 * w" + last_row + ";"));
+  // The rows are the lanes: no sum or max across lanes anywhere (no horizontal reductions).
+  CHECK(!contains(code, "reduction("));
+  // A block the mask hides from every row of the tile is skipped.
+  CHECK(contains(code, "if (!seen && finite) continue;"));
+
+  // The key products' loop runs on 16-float FMAs with the key's operand broadcast from memory
+  // where the machine has AVX-512 (-march=native).
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    const auto dir = fresh_dir("row-state-asm");
+    std::filesystem::create_directories(dir);
+    {
+      std::ofstream out(dir / "attention.cpp");
+      out << targets::cpu::cpu_prelude() << code;
+    }
+    const std::string command = std::string("g++ ") + targets::cpu::JitCompiler::flags() +
+                                " -S " + (dir / "attention.cpp").string() + " -o " +
+                                (dir / "attention.s").string() + " 2>&1";
+    REQUIRE(std::system(command.c_str()) == 0);
+    std::ifstream in(dir / "attention.s");
+    std::size_t broadcast_fmas = 0;
+    for (std::string l; std::getline(in, l);) {
+      broadcast_fmas += contains(l, "vfmadd") && contains(l, "ps") && contains(l, "{1to16}") &&
+                        contains(l, "%zmm");
+    }
+    CHECK(broadcast_fmas >= static_cast<std::size_t>(targets::cpu::kKeyTileKeys));
+    std::filesystem::remove_all(dir);
+  }
+
+  // Loops (i, head, c): the keys differ between heads, so the tile is of query positions i;
+  // the heads go outside the tiles (both collapsed for the threads), so that a head's keys
+  // and values stay in cache for all its tiles.
+  {
+    const Body inside = kiln::testing::attention_body({16, 32, ScoreMask::Causal, true, true});
+    const std::optional<targets::cpu::RowStatePlan> i_plan =
+        targets::cpu::plan_row_state(inside, targets::NodeHomes(inside));
+    REQUIRE(i_plan);
+    REQUIRE(i_plan->key_products.size() == 1);
+    CHECK(i_plan->key_tile_loop == 0);
+    const std::string inside_code = targets::cpu::render_kernel(inside).code;
+    INFO(inside_code);
+    const std::string i = inside.loops()[0].var, h = inside.loops()[1].var;
+    const std::size_t tile = inside_code.find("for (kiln_i64 kt_" + i + " = 0; kt_" + i +
+                                              " < D_seq; kt_" + i + " += " + rows + ") {");
+    const std::size_t heads = inside_code.find("for (kiln_i64 L_" + h + " = 0;");
+    REQUIRE(tile != std::string::npos);
+    REQUIRE(heads != std::string::npos);
+    CHECK(heads < tile);
+    CHECK(contains(inside_code, "#pragma omp parallel for collapse(2)"));
+  }
+
+  // Not a key product: a factor that reads both the row and the key (q[i, t] * (k[j, t] *
+  // q[i, 0])); the rows then take each block row by row.
+  {
+    const DType f = DType::F32;
+    BodyBuilder b({f, f, f});
+    const Expr heads = Expr::dim("heads"), seq = Expr::dim("seq");
+    const Expr h = b.output_loop(heads), i = b.output_loop(seq), c = b.output_loop(Expr(16));
+    const std::string j = b.reduce_var(), t = b.reduce_var();
+    const ScalarId q = b.load(0, (h * seq + i) * 16 + Expr::dim(t));
+    const ScalarId k = b.load(1, (h * seq + Expr::dim(j)) * 16 + Expr::dim(t));
+    const ScalarId q0 = b.load(0, (h * seq + i) * 16);
+    const ScalarId dot = b.reduce(b.sum_monoid(f), t, Expr(16),
+                                  {b.binary(ScalarOp::Mul, q, b.binary(ScalarOp::Mul, k, q0))}, f);
+    const ScalarId y = b.load(2, (h * seq + Expr::dim(j)) * 16 + c);
+    const ScalarId value = b.reduce(kiln::testing::online_softmax_monoid(b, f), j, seq, {dot, y}, f);
+    const Body other = b.finish(value, heads * seq * 16, (h * seq + i) * 16 + c);
+    const std::optional<targets::cpu::RowStatePlan> q_plan =
+        targets::cpu::plan_row_state(other, targets::NodeHomes(other));
+    REQUIRE(q_plan);
+    CHECK(q_plan->key_block == targets::cpu::kKeyBlock);
+    CHECK(q_plan->tiles_rows);
+    CHECK(q_plan->key_products.empty());
+    CHECK(!contains(targets::cpu::render_kernel(other).code, "with key products"));
+  }
+}
+
 TEST_CASE("cpu row state: the column loop inside the key loop vectorizes, and in blocks of keys "
           "the max, weights and weighted values' loops",
           "[cpu][row-state]") {
   struct Form {
-    bool softmax, blocks;
+    bool softmax;
+    targets::cpu::RenderOptions options;
     std::vector<std::string> after;  // each loop: texts found in turn, the last its `for`
   };
+  const targets::cpu::RenderOptions keywise{.key_blocks = false}, rowwise{.key_products = false};
   const std::vector<Form> forms = {
-      {true, false, {"for (kiln_i64 L_r0", "for (kiln_i64 L_o2"}},
-      {false, true, {"for (kiln_i64 L_r0", "for (kiln_i64 L_o2"}},
-      {true, true, {"reduction(max: kx", "for ("}},
-      {true, true, {"reduction(+: kt", "for ("}},
-      {true, true, {"const float w = kw", "for (kiln_i64 L_o2"}},
+      {true, keywise, {"for (kiln_i64 L_r0", "for (kiln_i64 L_o2"}},
+      {false, {}, {"for (kiln_i64 L_r0", "for (kiln_i64 L_o2"}},
+      {true, rowwise, {"reduction(max: kx", "for ("}},
+      {true, rowwise, {"reduction(+: kt", "for ("}},
+      {true, rowwise, {"const float w = kw", "for (kiln_i64 L_o2"}},
+      // With key products: the loops over the tile's rows (the max, the weights).
+      {true, {}, {"int kq", "for (kiln_i64 kj", "for (kiln_i64 ki"}},
+      {true, {}, {"float kw", "for (kiln_i64 ki"}},
   };
   const std::string prelude = targets::cpu::cpu_prelude();
   for (const Form& form : forms) {
     const Body body = kiln::testing::attention_body({16, 64, ScoreMask::Causal, form.softmax});
-    const std::string code = targets::cpu::render_kernel(body, {.key_blocks = form.blocks}).code;
+    const std::string code = targets::cpu::render_kernel(body, form.options).code;
     // The lines of the loop in the file below (GCC reports a loop at its first statement or
     // its condition).
     std::size_t inner = 0;
