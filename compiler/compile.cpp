@@ -39,7 +39,7 @@ std::vector<fs::path> rule_files(const CompileOptions& options, const runtime::T
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const fs::path& p = e.path();
     if (e.is_regular_file() && p.extension() == ".egg" && p != dir / "hlir.egg" &&
-        p != dir / "pipeline.egg") {
+        p.filename() != "pipeline.egg") {
       found.push_back(p);
     }
   }
@@ -63,6 +63,13 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
   search.rule_files = rule_files(options, target);
   const fs::path dir = options.rules_dir.empty() ? default_rules_dir() : options.rules_dir;
   if (fs::exists(dir / "pipeline.egg")) search.pipeline = dir / "pipeline.egg";
+  if (options.schedules) {
+    search.schedules = dir / "schedule" / "pipeline.egg";
+    if (!fs::exists(search.schedules)) {
+      throw support::UserError("compile: schedules asked for, but there is no " +
+                               search.schedules.string());
+    }
+  }
 
   const Partition partition = compiler::partition(g);
   std::vector<ChunkGraph> chunk_graphs;

@@ -7,10 +7,11 @@
 //      bound to the values earlier chunks produced, its weights to its own inputs.
 //
 // Rule files, in load order: rules_dir/hlir.egg (the declarations every file may use); every
-// other *.egg under rules_dir, at any depth, in path order (pipeline.egg excepted); the
-// target's rule files; `extra_rules` (a user's --rules); then the graph's terms; then
-// rules_dir/pipeline.egg, the staged schedule. Adding a rule file is dropping it into rules/
-// (or a target's rules/) and naming its ruleset in one line of pipeline.egg.
+// other *.egg under rules_dir, at any depth, in path order (files named pipeline.egg
+// excepted); the target's rule files; `extra_rules` (a user's --rules); then the graph's terms;
+// then rules_dir/pipeline.egg, the staged schedule, and with `schedules` the opt-in layer
+// rules_dir/schedule/pipeline.egg. Adding a rule file is dropping it into rules/ (or a
+// target's rules/) and naming its ruleset in one line of pipeline.egg.
 #pragma once
 
 #include <filesystem>
@@ -29,6 +30,9 @@ struct CompileOptions {
   std::filesystem::path rules_dir;                 // empty: default_rules_dir()
   std::vector<std::filesystem::path> extra_rules;  // loaded after the built-in files
   SearchOptions search;                            // dims, limits, budget, verbosity
+  // Also run rules_dir/schedule/pipeline.egg: tiled, reordered and split kernels as candidates
+  // (off by default: they made cold compiles 1.6-4x slower and were rarely chosen).
+  bool schedules = false;
 };
 
 struct GroupSummary {

@@ -113,8 +113,9 @@ std::optional<support::Hash128> group_program_key(const ChunkGraph& chunk,
     if (!text) return std::nullopt;
     add_field(key, "rules", *text);
   }
-  if (!options.pipeline.empty()) {
-    std::optional<std::string> text = read_text(options.pipeline);
+  for (const fs::path& layer : {options.pipeline, options.schedules}) {
+    if (layer.empty()) continue;
+    std::optional<std::string> text = read_text(layer);
     if (!text) return std::nullopt;
     add_field(key, "pipeline", *text);
   }

@@ -67,6 +67,7 @@ GraphSorts encode_group(dsl::Session& session, const ChunkGraph& chunk,
   }
   session.run_text("graph.egg", graph::to_egglog(g) + "(let $program " + program + ")\n");
   if (saturate && !options.pipeline.empty()) session.run_file(options.pipeline.string());
+  if (saturate && !options.schedules.empty()) session.run_file(options.schedules.string());
   return sorts;
 }
 

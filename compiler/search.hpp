@@ -39,6 +39,7 @@ namespace kiln::compiler {
 struct SearchOptions {
   std::vector<std::filesystem::path> rule_files;  // in load order, before the graph's terms
   std::filesystem::path pipeline;                  // the schedule, run after the terms
+  std::filesystem::path schedules;  // opt-in: rules/schedule/pipeline.egg, run after pipeline
   graph::DimValues dims;                           // representative values of symbolic dims
   std::int64_t check_dim_cap = 13;                 // checks bind every dim to at most this
   engine::RunLimits limits;                        // saturation limits

@@ -2,6 +2,7 @@
 // files (and RULES), samples the unions each rule made and evaluates both sides on random inputs
 // (compiler/check_rules.hpp). Prints one line per rule and an example per failing rule; the exit
 // status is 1 when any rule's unions disagree.
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -34,6 +35,9 @@ int check_rules_command(const CheckRulesCommandOptions& o) {
   compiler::CheckRulesOptions options;
   options.search.rule_files = compiler::rule_files(compile, *target);
   options.search.pipeline = compiler::default_rules_dir() / "pipeline.egg";
+  // Every shipped rule is judged, the opt-in schedule layer's too.
+  const std::filesystem::path schedules = compiler::default_rules_dir() / "schedule" / "pipeline.egg";
+  if (std::filesystem::exists(schedules)) options.search.schedules = schedules;
   options.search.limits.max_seconds = o.max_seconds;
   options.search.limits.max_rows = o.max_rows;
   options.samples_per_rule = o.samples;

@@ -35,6 +35,7 @@ struct CompileCommandOptions {
   bool quiet = false;
   bool stats = false;
   bool search = false;  // search even when the program cache holds the group's program
+  bool schedules = false;
   int runs = 3;
   int top = 12;
   int threads = 0;
@@ -57,6 +58,8 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_flag("--stats", o.stats, "Print each group's saturation report (per-rule matches)");
   cmd->add_flag("--search", o.search,
                 "Search every group even when the program cache holds its program");
+  cmd->add_flag("--schedules", o.schedules,
+                "Also try tiled, reordered and split kernels (rules/schedule/; slower compiles)");
   cmd->add_option("--threads", o.threads,
                   "Threads for kernels and library calls (default: all cores)")
       ->check(CLI::NonNegativeNumber);
@@ -74,6 +77,7 @@ compiler::CompileOptions compile_options(const CompileCommandOptions& o,
   options.search.verbose = !o.quiet;
   // Statistics describe a search: one must run.
   options.search.program_cache = !o.search && !o.stats;
+  options.schedules = o.schedules;
   return options;
 }
 
@@ -263,6 +267,9 @@ Command add_dump_egraph_command(CLI::App& app) {
             compiler::CompileOptions options = compile_options(*o, choose_dims(g, o->dims));
             options.search.rule_files = compiler::rule_files(options, *target);
             options.search.pipeline = compiler::default_rules_dir() / "pipeline.egg";
+            if (options.schedules) {
+              options.search.schedules = compiler::default_rules_dir() / "schedule" / "pipeline.egg";
+            }
             const compiler::Partition partition = compiler::partition(g);
             if (o->group == 0 || o->group > partition.groups.size()) {
               throw support::UserError("--group " + std::to_string(o->group) + ": the model has " +

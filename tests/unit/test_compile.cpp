@@ -246,7 +246,7 @@ struct Compiled {
   }
 };
 Compiled compile_with(const graph::Graph& g, const std::string& rules,
-                      const graph::DimValues& dims = {}) {
+                      const graph::DimValues& dims = {}, bool schedules = false) {
   const fs::path dir = fresh_dir("rules");
   fs::create_directories(dir);
   std::ofstream(dir / "extra.egg") << rules;
@@ -254,6 +254,7 @@ Compiled compile_with(const graph::Graph& g, const std::string& rules,
   compiler::Measurer measurer(*target, dir / "cache");
   compiler::CompileOptions o = options(dims);
   o.extra_rules = {dir / "extra.egg"};
+  o.schedules = schedules;
   Compiled out{compiler::compile(g, *target, measurer, o), 0.0};
   out.error = max_error(g, out.program, *target, dims);
   fs::remove_all(dir);
@@ -285,7 +286,10 @@ TEST_CASE("compile: a split reduction's partial states are checked and its combi
   GraphBuilder b;
   GraphTensor x = b.input("x", {Expr(4), Expr(1000)});
   sum(x, 1).output("s");
-  const Compiled c = compile_with(b.graph(), "");
+  // Without --schedules the layer does not run: no split candidates.
+  CHECK(rejection_by(compile_with(b.graph(), "").report(), "split-reduce-2") == nullptr);
+  CHECK(compile_with(b.graph(), "").report().candidates < 7);
+  const Compiled c = compile_with(b.graph(), "", {}, /*schedules=*/true);
   // The partial states' e-class holds only Kernels: its value is its first Kernel's, and the
   // combine is checked against the sum's.
   for (const char* rule : {"split-reduce-2", "split-reduce-4", "split-reduce-8"}) {
@@ -416,7 +420,7 @@ TEST_CASE("compile: rule files are found by dropping them into the rules folder"
   const fs::path dir = fresh_dir("rule-files");
   fs::create_directories(dir / "fusion");
   for (const char* name : {"hlir.egg", "pipeline.egg", "zeta.egg", "alpha.egg", "fusion/inline.egg",
-                           "notes.txt"}) {
+                           "fusion/pipeline.egg", "notes.txt"}) {
     std::ofstream(dir / name) << ";; empty\n";
   }
   compiler::CompileOptions o;
@@ -425,7 +429,7 @@ TEST_CASE("compile: rule files are found by dropping them into the rules folder"
   const std::vector<fs::path> files = compiler::rule_files(o, *target);
   std::vector<std::string> names;
   for (const fs::path& f : files) names.push_back(fs::relative(f, dir).string());
-  // hlir.egg first, the rest in path order, never the schedule or other files.
+  // hlir.egg first, the rest in path order, never a schedule (any pipeline.egg) or other files.
   CHECK(names == std::vector<std::string>{"hlir.egg", "alpha.egg", "fusion/inline.egg", "zeta.egg"});
   fs::remove_all(dir);
 }
