@@ -121,9 +121,9 @@ class Prover {
     // but interval arithmetic cannot compare it with a buffer's extent).
     // Of several facts, the tighter where both limits are constants, else the first.
     auto tighter = [](const Expr& a, const Expr& b, bool upper) {
-      auto x = a.as_constant(), y = b.as_constant();
-      if (!x || !y) return a;
-      return Expr(upper ? std::min(*x, *y) : std::max(*x, *y));
+      auto ca = a.as_constant(), cb = b.as_constant();
+      if (!ca || !cb) return a;
+      return Expr(upper ? std::min(*ca, *cb) : std::max(*ca, *cb));
     };
     std::optional<Expr> lo_fact, hi_fact;
     for (const Fact& g : facts_) {
