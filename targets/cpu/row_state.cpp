@@ -15,17 +15,24 @@ using graph::ScalarOp;
 
 namespace {
 
-// The Param slots a monoid expression reads.
-std::set<std::size_t> params_read(const std::vector<Scalar>& nodes, ScalarId root) {
-  std::set<std::size_t> slots;
+// The nodes under `root` (itself included), by id.
+std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) {
   std::set<ScalarId> seen;
   std::vector<ScalarId> stack{root};
   while (!stack.empty()) {
     const ScalarId id = stack.back();
     stack.pop_back();
     if (!seen.insert(id).second) continue;
-    if (nodes[id].op == ScalarOp::Param) slots.insert(nodes[id].slot);
     for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  return seen;
+}
+
+// The Param slots a monoid expression reads.
+std::set<std::size_t> params_read(const std::vector<Scalar>& nodes, ScalarId root) {
+  std::set<std::size_t> slots;
+  for (ScalarId id : nodes_under(nodes, root)) {
+    if (nodes[id].op == ScalarOp::Param) slots.insert(nodes[id].slot);
   }
   return slots;
 }
@@ -199,19 +206,6 @@ bool rows_tile(const Body& body, const NodeHomes& homes, const RowStatePlan& pla
     }
   }
   return true;
-}
-
-// The nodes under `root` (itself included), by id.
-std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) {
-  std::set<ScalarId> seen;
-  std::vector<ScalarId> stack{root};
-  while (!stack.empty()) {
-    const ScalarId id = stack.back();
-    stack.pop_back();
-    if (!seen.insert(id).second) continue;
-    for (ScalarId a : nodes[id].args) stack.push_back(a);
-  }
-  return seen;
 }
 
 // Every inner reduction of a blocked fold as a key product for tiles of output loop k, or none
