@@ -677,6 +677,18 @@ class Renderer {
   // The online softmax folded in blocks of keys (row_state.hpp): per block, the scores into an
   // array, their max and exps in vectorized loops, one rescale of the state, then the weighted
   // values added column-vectorized. The state is (m, l, a[c]): row_state(plan, 0..2).
+  // Opens the loop over blocks of `block` keys of reduction `s` (`end` its extent, `first` a
+  // block's first key, `count` its keys, the last block ragged); the body goes at indent + 1.
+  void open_key_blocks(std::size_t indent, const Scalar& s, const std::string& end,
+                       const std::string& first, const std::string& count,
+                       const std::string& block) {
+    line(indent, "const kiln_i64 " + end + " = " + expr(s.extent) + ";");
+    line(indent, "for (kiln_i64 " + first + " = 0; " + first + " < " + end + "; " + first +
+                     " += " + block + ") {");
+    line(indent + 1, "const kiln_i64 " + count + " = kiln_imin(" + block + ", " + end + " - " +
+                         first + ");");
+  }
+
   void emit_blocked_fold(const RowStatePlan& plan, std::size_t indent) {
     const Scalar& s = nodes_[plan.reduce];
     const std::string id = std::to_string(plan.reduce);
@@ -696,12 +708,8 @@ class Renderer {
       line(at, "for (kiln_i64 " + key + " = " + from + "; " + key + " < " + count + "; ++" + key +
                    ") {");
     };
-    line(indent, "const kiln_i64 " + end + " = " + expr(s.extent) + ";");
-    line(indent, "for (kiln_i64 " + start + " = 0; " + start + " < " + end + "; " + start +
-                     " += " + block + ") {");
+    open_key_blocks(indent, s, end, start, count, block);
     std::size_t in = indent + 1;
-    line(in, "const kiln_i64 " + count + " = kiln_imin(" + block + ", " + end + " - " + start +
-                 ");");
     if (row_tile_) open_tile_row(in++);  // the block's keys for each row of the tile
     // The block's scores: the inner reductions into arrays, then the rest, vectorized.
     line(in, "float " + scores + "[" + block + "];");
@@ -871,12 +879,8 @@ class Renderer {
       line(indent + 1, "}");
       line(indent, "}");
     }
-    line(indent, "const kiln_i64 " + end + " = " + expr(s.extent) + ";");
-    line(indent, "for (kiln_i64 " + begin + " = 0; " + begin + " < " + end + "; " + begin +
-                     " += " + block + ") {");
+    open_key_blocks(indent, s, end, begin, count, block);
     std::size_t in = indent + 1;
-    line(in, "const kiln_i64 " + count + " = kiln_imin(" + block + ", " + end + " - " + begin +
-                 ");");
     if (plan.key_guard) {
       // The mask first: a block that it hides from every row of the tile, and that finds each
       // row's max finite, changes nothing (row_state.hpp) and is skipped. (Each lane keeps
