@@ -7,18 +7,6 @@
 
 namespace kiln::engine {
 
-std::uint64_t hash_columns(const Value* values, const std::uint32_t* columns, std::size_t count,
-                           bool values_are_key) {
-  // One multiply per column (the rotation keeps earlier columns' bits in play, so equal values
-  // in other positions hash apart), one full mix at the end: keys are hashed on every lookup.
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ count;
-  for (std::size_t i = 0; i < count; ++i) {
-    Value v = values_are_key ? values[i] : values[columns[i]];
-    h = (std::rotl(h, 26) ^ v ^ (std::uint64_t{columns[i]} << 56)) * 0x9fb21c651e98df25ULL;
-  }
-  return support::mix64(h);
-}
-
 ColumnIndex::ColumnIndex(ColumnMask mask, std::uint32_t width) : mask_(mask) {
   for (std::uint32_t c = 0; c < width; ++c) {
     if (mask & (1u << c)) columns_.push_back(c);

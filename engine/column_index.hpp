@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <vector>
 
+#include <bit>
+
 #include "engine/huge_page_vector.hpp"
 #include "engine/value.hpp"
+#include "support/hash.hpp"
 
 namespace kiln::engine {
 
@@ -15,9 +18,28 @@ namespace kiln::engine {
 using ColumnMask = std::uint32_t;
 inline constexpr std::uint32_t kMaxColumns = 32;
 
-// Hash of the values of `columns` (a row, or a key holding just those values in order).
-std::uint64_t hash_columns(const Value* values, const std::uint32_t* columns, std::size_t count,
-                           bool values_are_key);
+// Hash of the values of `columns` (a row, or a key holding just those values in order). One
+// multiply per column (the rotation keeps earlier columns' bits in play, and the column number
+// makes equal values in other positions hash apart), one full mix at the end. Inline: keys are
+// hashed several times per match applied.
+inline std::uint64_t hash_columns(const Value* values, const std::uint32_t* columns,
+                                  std::size_t count, bool values_are_key) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ count;
+  for (std::size_t i = 0; i < count; ++i) {
+    Value v = values_are_key ? values[i] : values[columns[i]];
+    h = (std::rotl(h, 26) ^ v ^ (std::uint64_t{columns[i]} << 56)) * 0x9fb21c651e98df25ULL;
+  }
+  return support::mix64(h);
+}
+
+// hash_columns of a table's keys: the columns 0..count-1, without reading a column list.
+inline std::uint64_t hash_keys(const Value* keys, std::size_t count) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ count;
+  for (std::size_t i = 0; i < count; ++i) {
+    h = (std::rotl(h, 26) ^ keys[i] ^ (std::uint64_t{i} << 56)) * 0x9fb21c651e98df25ULL;
+  }
+  return support::mix64(h);
+}
 
 class ColumnIndex {
  public:

@@ -8,12 +8,10 @@ namespace kiln::engine {
 
 Table::Table(std::uint32_t num_keys) : num_keys_(num_keys) {
   KILN_ASSERT(num_keys + 1 <= kMaxColumns, "too many columns");
-  for (std::uint32_t c = 0; c < num_keys; ++c) key_columns_.push_back(c);
 }
 
 Table::Table(const Table& other)
     : num_keys_(other.num_keys_),
-      key_columns_(other.key_columns_),
       cells_(other.cells_),
       timestamps_(other.timestamps_),
       flags_(other.flags_),
@@ -24,10 +22,6 @@ Table::Table(const Table& other)
     indexes_.push_back(std::make_unique<ColumnIndex>(*index));
     index_by_mask_[index->mask()] = indexes_.back().get();
   }
-}
-
-std::uint64_t Table::key_hash(const Value* keys) const {
-  return hash_columns(keys, key_columns_.data(), num_keys_, true);
 }
 
 RowId Table::find(const Value* keys, std::uint64_t hash) const {

@@ -54,7 +54,7 @@ class Table {
   RowId find(const Value* keys) const { return find(keys, key_hash(keys)); }
   // The same with the keys' hash known (key_hash), so a find-then-append hashes once.
   RowId find(const Value* keys, std::uint64_t hash) const;
-  std::uint64_t key_hash(const Value* keys) const;
+  std::uint64_t key_hash(const Value* keys) const { return hash_keys(keys, num_keys_); }
   // Memory hints for a find() of these keys soon: first the index slot, later the row.
   void prefetch_slot(const Value* keys) const { prefetch_slot_of(key_hash(keys)); }
   void prefetch_row(const Value* keys) const { prefetch_row_of(key_hash(keys)); }
@@ -116,7 +116,6 @@ class Table {
   RowId find_first_row_at_or_after(Timestamp ts) const;
 
   std::uint32_t num_keys_;
-  std::vector<std::uint32_t> key_columns_;
   HugePageVector<Value> cells_;
   HugePageVector<Timestamp> timestamps_;
   HugePageVector<std::uint8_t> flags_;

@@ -106,3 +106,15 @@ TEST_CASE("union-find: random unions agree with a naive partition whose root is 
     CHECK(uf.unions() == n - classes.size());
   }
 }
+
+TEST_CASE("union-find: ids given as 64-bit values are found and united like small ones", "[engine]") {
+  // Parents are stored in 32 bits; ids come in and go out as 64-bit Values.
+  UnionFind uf;
+  for (int i = 0; i < 70000; ++i) uf.make_set();
+  Value high = 69999, low = 65536;
+  CHECK(uf.unite(high, low) == low);
+  CHECK(uf.find(high) == low);
+  CHECK(uf.find_const(high) == low);
+  CHECK(uf.is_root(low));
+  CHECK_FALSE(uf.is_root(high));
+}
