@@ -126,6 +126,14 @@ class HugePageVector {
     if (n != 0) std::memcpy(data_ + size_, first, n * sizeof(T));
     size_ += n;
   }
+  // Appends n elements left for the caller to write, and returns the first: a row of a few
+  // values is then written in place, not through a memcpy call per row.
+  T* append_uninitialized(std::size_t n) {
+    if (size_ + n > capacity()) grow_for(size_ + n);
+    T* at = data_ + size_;
+    size_ += n;
+    return at;
+  }
   // Keeps the memory when shrinking, like std::vector.
   void resize(std::size_t n, const T& value = T{}) {
     if (n > capacity()) grow_for(n);

@@ -38,8 +38,9 @@ RowId Table::append(const Value* keys, std::uint64_t hash, Value output, Timesta
                     bool subsumed, OriginId origin) {
   RowId r = end();
   KILN_ASSERT(timestamps_.empty() || timestamps_.back() <= ts, "rows must be appended in time order");
-  cells_.insert(cells_.end(), keys, keys + num_keys_);
-  cells_.push_back(output);
+  Value* cells = cells_.append_uninitialized(width());
+  for (std::uint32_t k = 0; k < num_keys_; ++k) cells[k] = keys[k];
+  cells[num_keys_] = output;
   timestamps_.push_back(ts);
   flags_.push_back(subsumed ? kSubsumed : 0);
   origins_.push_back(origin);

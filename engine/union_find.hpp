@@ -2,6 +2,8 @@
 // results do not depend on the order of union arguments. Parents are stored in 32 bits: every
 // table access of a rule's actions canonicalizes its keys here, at random places of an array
 // with one entry per class ever made, so half the bytes is half the cache lines and pages.
+// A bit per id also says whether it was merged away: rebuild asks that of every cell of every
+// row, and the bits of a million classes fit in the L2 cache where their parents do not.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@ class UnionFind {
     Id id = static_cast<Id>(parent_.size());
     KILN_ASSERT(id != kMaxId, "more e-classes than 32-bit ids can name");
     parent_.push_back(id);
+    if (id % 64 == 0) merged_.push_back(0);
     return id;
   }
 
@@ -31,7 +34,7 @@ class UnionFind {
     return id;
   }
 
-  bool is_root(Value id) const { return parent_[id] == id; }
+  bool is_root(Value id) const { return (merged_[id / 64] >> (id % 64) & 1) == 0; }
 
   // Find without path compression, for const contexts (extraction, printing).
   Value find_const(Value v) const {
@@ -47,6 +50,7 @@ class UnionFind {
     if (a == b) return a;
     if (b < a) std::swap(a, b);
     parent_[b] = static_cast<Id>(a);
+    merged_[b / 64] |= std::uint64_t{1} << (b % 64);
     ++unions_;
     return a;
   }
@@ -59,6 +63,7 @@ class UnionFind {
   using Id = std::uint32_t;
   static constexpr Id kMaxId = ~Id{0};
   HugePageVector<Id> parent_;
+  HugePageVector<std::uint64_t> merged_;  // bit id: id is no longer a root
   std::uint64_t unions_ = 0;
 };
 

@@ -76,14 +76,14 @@ TEST_CASE("union-find: a long chain is found after path halving", "[engine]") {
 TEST_CASE("union-find: random unions agree with a naive partition whose root is its minimum", "[engine]") {
   std::mt19937 rng(1234);
   for (int round = 0; round < 20; ++round) {
-    const Value n = 60;
+    const Value n = 150;  // ids beyond the first 64-bit word of root bits
     UnionFind uf;
     for (Value i = 0; i < n; ++i) uf.make_set();
     std::vector<Value> label(n);
     for (Value i = 0; i < n; ++i) label[i] = i;
     std::uint64_t merges = 0;
     std::uniform_int_distribution<Value> pick(0, n - 1);
-    for (int step = 0; step < 45; ++step) {
+    for (int step = 0; step < 110; ++step) {
       Value x = pick(rng), y = pick(rng);
       Value lx = label[x], ly = label[y];
       Value root = uf.unite(x, y);
@@ -101,6 +101,7 @@ TEST_CASE("union-find: random unions agree with a naive partition whose root is 
       // Labels are the minimum of each class because the smaller label always survives.
       REQUIRE(uf.find_const(i) == label[i]);
       REQUIRE(uf.find(i) == label[i]);
+      REQUIRE(uf.is_root(i) == (label[i] == i));
     }
     std::set<Value> classes(label.begin(), label.end());
     CHECK(uf.unions() == n - classes.size());
