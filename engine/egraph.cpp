@@ -81,8 +81,8 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
     keys[i] = canonical_cell(f, i, keys_in[i]);
   }
   std::uint64_t hash = f.table.key_hash(keys);
-  RowId r = f.table.find(keys, hash);
-  if (r != kNoRow) return canonical(f.decl.output, f.table.output(r));
+  Value output;
+  if (f.table.find_output(keys, hash, &output) != kNoRow) return canonical(f.decl.output, output);
   Value fresh = make_class();
   f.table.append(keys, hash, fresh, now_, false, current_origin_);
   ++version_;
@@ -92,9 +92,11 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
 std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  RowId r = find_row(f, keys_in, keys);
-  if (r == kNoRow) return std::nullopt;
-  return canonical(f.decl.output, f.table.output(r));
+  std::size_t n = f.decl.inputs.size();
+  for (std::size_t i = 0; i < n; ++i) keys[i] = canonical_cell(f, i, keys_in[i]);
+  Value output;
+  if (f.table.find_output(keys, f.table.key_hash(keys), &output) == kNoRow) return std::nullopt;
+  return canonical(f.decl.output, output);
 }
 
 void EGraph::write_row(FunctionEntry& f, RowId r, const Value* keys, std::uint64_t hash,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "support/diagnostic.hpp"
+#include "support/hash.hpp"
 
 namespace kiln::engine {
 
@@ -24,8 +25,23 @@ Table::Table(const Table& other)
   }
 }
 
-RowId Table::find(const Value* keys, std::uint64_t hash) const {
-  return primary_.find(hash, [&](RowId r) {
+std::uint64_t Table::key_hash(const Value* keys) const {
+  switch (num_keys_) {
+    case 0:
+      return 0;
+    case 1:
+      return support::mix64(keys[0]);
+    case 2:
+      if (((keys[0] | keys[1]) >> 32) == 0) return support::mix64(keys[0] | keys[1] << 32);
+      break;
+    default:
+      break;
+  }
+  return hash_keys(keys, num_keys_);
+}
+
+KeyIndex::Hit Table::find_hit(const Value* keys, std::uint64_t hash) const {
+  return primary_.find(hash, exact_hash(keys), [&](RowId r) {
     const Value* candidate = row(r);
     for (std::uint32_t k = 0; k < num_keys_; ++k) {
       if (candidate[k] != keys[k]) return false;
@@ -45,7 +61,7 @@ RowId Table::append(const Value* keys, std::uint64_t hash, Value output, Timesta
   flags_.push_back(subsumed ? kSubsumed : 0);
   origins_.push_back(origin);
   ++live_;
-  primary_.insert(hash, r);
+  primary_.insert(hash, exact_hash(keys), r, output);
   return r;  // secondary indexes catch up in index()
 }
 
@@ -84,6 +100,8 @@ void Table::compact_if_sparse() {
   std::size_t dead = timestamps_.size() - live_;
   if (dead < 1024 || dead < live_) return;
   std::size_t w = width();
+  HugePageVector<RowId> new_row;
+  new_row.resize(timestamps_.size(), kNoRow);
   std::size_t out = 0;
   for (std::size_t r = 0; r < timestamps_.size(); ++r) {
     if (flags_[r] & kDead) continue;
@@ -93,6 +111,7 @@ void Table::compact_if_sparse() {
       flags_[out] = flags_[r];
       origins_[out] = origins_[r];
     }
+    new_row[r] = static_cast<RowId>(out);
     ++out;
   }
   cells_.resize(out * w);
@@ -100,14 +119,7 @@ void Table::compact_if_sparse() {
   timestamps_.resize(out);
   flags_.resize(out);
   origins_.resize(out);
-  rebuild_indexes();
-}
-
-void Table::rebuild_indexes() {
-  primary_.clear(live_);
-  for (RowId r = 0; r < end(); ++r) {
-    primary_.insert(key_hash(row(r)), r);
-  }
+  primary_.renumber(new_row);
   // The other indexes link the rows again when a search next asks for them (index()): after
   // the last iteration of a run, or for an index no later rule uses, that work is never done.
   for (auto& index : indexes_) index->clear(live_);

@@ -53,8 +53,17 @@ class Table {
   // The live row with these keys, or kNoRow.
   RowId find(const Value* keys) const { return find(keys, key_hash(keys)); }
   // The same with the keys' hash known (key_hash), so a find-then-append hashes once.
-  RowId find(const Value* keys, std::uint64_t hash) const;
-  std::uint64_t key_hash(const Value* keys) const { return hash_keys(keys, num_keys_); }
+  RowId find(const Value* keys, std::uint64_t hash) const { return find_hit(keys, hash).row; }
+  // The live row with these keys (kNoRow: none) and its output in *output; often answered by
+  // the index alone, without reading the row.
+  RowId find_output(const Value* keys, std::uint64_t hash, Value* output) const {
+    KeyIndex::Hit hit = find_hit(keys, hash);
+    if (hit.row != kNoRow) *output = hit.has_output ? hit.output : this->output(hit.row);
+    return hit.row;
+  }
+  // A bijection of keys that pack into 64 bits (one key, or two below 2^32), so that the index
+  // can tell equal keys by their hash; a mix of the columns for other keys.
+  std::uint64_t key_hash(const Value* keys) const;
   // Memory hints for a find() of these keys soon: first the index slot, later the row.
   void prefetch_slot(const Value* keys) const { prefetch_slot_of(key_hash(keys)); }
   void prefetch_row(const Value* keys) const { prefetch_row_of(key_hash(keys)); }
@@ -112,8 +121,12 @@ class Table {
   static constexpr std::uint8_t kDead = 1;
   static constexpr std::uint8_t kSubsumed = 2;
 
-  void rebuild_indexes();
   RowId find_first_row_at_or_after(Timestamp ts) const;
+  // Whether key_hash is exact for these keys (see there).
+  bool exact_hash(const Value* keys) const {
+    return num_keys_ < 2 || (num_keys_ == 2 && ((keys[0] | keys[1]) >> 32) == 0);
+  }
+  KeyIndex::Hit find_hit(const Value* keys, std::uint64_t hash) const;
 
   std::uint32_t num_keys_;
   HugePageVector<Value> cells_;
