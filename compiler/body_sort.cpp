@@ -36,6 +36,16 @@ void add_body_primitives(engine::EGraph& egraph, const GraphSorts& s) {
     return n;
   });
   count("body-compute-nodes", [](const graph::Body& b) { return graph::body_compute_nodes(b); });
+  // Sines and exp2s: polynomials of a dozen operations or more per element on a CPU (not a
+  // node like the others when a rule weighs recomputing a producer). Log2 is left out: where a
+  // log2 is recomputed it is an additive mask's log2 of 0 or 1, which targets render as a select.
+  count("body-polynomials", [](const graph::Body& b) {
+    std::size_t n = 0;
+    for (const graph::Scalar& x : b.scalars()) {
+      n += x.op == graph::ScalarOp::Sin || x.op == graph::ScalarOp::Exp2 ? 1 : 0;
+    }
+    return n;
+  });
 
   // (body-inline consumer slot producer): the consumer computing input `slot` itself from the
   // producer's inputs, spliced in at `slot` (graph/body_inline.hpp); fails, with the reason,

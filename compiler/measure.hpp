@@ -23,7 +23,9 @@
 // - bools 0 or 1;
 // - integers: an input that the Body uses directly as a dynamic row (Gather/Scatter indices,
 //   possibly through a Cast) is uniform in [0, row count) at the given dims, so it stays in
-//   range; other integers are uniform in [0, 4). The compiler passes real-size tables.
+//   range; other i32 and i64 inputs are positions 0, 1, 2, ... (an Iota, as a causal mask
+//   compares them: random values hid nothing, and a causal kernel was timed doing twice its
+//   work); u8 are uniform in [0, 4). The compiler passes real-size tables.
 // When a candidate's buffers are small (under 32 MiB together), several input sets (up to 8)
 // are allocated and rotated between timed runs, so the timing is not that of a warm cache.
 //

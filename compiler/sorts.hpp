@@ -95,6 +95,7 @@ void add_expr_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 void add_shape_and_view_primitives(engine::EGraph& egraph, const GraphSorts& sorts);
 // body-key (Body -> String), body-inputs (Body -> i64: input buffers), body-loops (Body -> i64:
 // output loops), body-reduces (Body -> i64: reduction nodes), body-compute-nodes (Body -> i64),
+// body-polynomials (Body -> i64: sin and exp2 nodes),
 // body-text (Body -> String); body-inline (Body i64 Body -> Body), body-merge-inputs
 // (Body i64 i64 -> Body), body-read-factor and body-row-read-factor (Body i64 Body -> i64)
 // and body-online-softmax (Body -> Body) for the fusion rules; body-tile and body-reorder

@@ -163,6 +163,9 @@ class BodyBuilder {
   // The input buffers' dtypes, by slot.
   explicit BodyBuilder(std::vector<DType> inputs);
 
+  // Node `id` as built so far.
+  const Scalar& scalar(ScalarId id) const { return body_.scalars_.at(id); }
+
   // Appends an output loop (inside the previous ones) and returns its variable.
   Expr output_loop(const Expr& extent, bool parallel = true);
   // A fresh reduction variable (`r0`, `r1`, ...) for reduce().

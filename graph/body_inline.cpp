@@ -111,38 +111,141 @@ std::optional<Expr> exact_quotient(const Expr& c, const Expr& s) {
   return std::nullopt;
 }
 
-// The producer's digits at flat `position`, over variables with the given extents. Exact
-// digits when proven in range (see body_inline.hpp), the general div/mod form otherwise.
-std::vector<Expr> digits_at(const Expr& position, const Radix& radix,
+// The factors of a validity Expr (a product of comparisons).
+std::vector<Expr> factors_of(const Expr& valid) {
+  return valid.op() == ExprOp::Mul ? valid.args() : std::vector<Expr>{valid};
+}
+
+// The range of each loop variable where `valid` holds: [0, extent - 1], narrowed by the
+// factors of `valid` that bound the variable alone (`lo <= v`, `v <= hi`, `v < hi`: a pad's or
+// a concatenation's mask), so that a load of one half of a concatenation solves exactly.
+struct VarRange {
+  Expr lo, hi;
+};
+std::map<std::string, VarRange> valid_ranges(const Expr& valid,
+                                             const std::map<std::string, Expr>& extents) {
+  std::map<std::string, VarRange> out;
+  for (const auto& [v, e] : extents) out[v] = {Expr(0), simplify(e - Expr(1))};
+  auto free_of_vars = [&](const Expr& e) {
+    for (const std::string& d : free_dims(e)) {
+      if (extents.count(d)) return false;
+    }
+    return true;
+  };
+  for (const Expr& f : factors_of(valid)) {
+    if (f.op() != ExprOp::Le && f.op() != ExprOp::Lt) continue;
+    const Expr& a = f.args()[0];
+    const Expr& b = f.args()[1];
+    const Expr strict(f.op() == ExprOp::Lt ? 1 : 0);
+    if (a.op() == ExprOp::Dim && out.count(a.name()) && free_of_vars(b)) {
+      const Expr hi = simplify(b - strict);
+      Expr& old = out[a.name()].hi;
+      if (provably_nonnegative(old - hi)) old = hi;  // the tighter bound
+    }
+    if (b.op() == ExprOp::Dim && out.count(b.name()) && free_of_vars(a)) {
+      const Expr lo = simplify(a + strict);
+      Expr& old = out[b.name()].lo;
+      if (provably_nonnegative(lo - old)) old = lo;
+    }
+  }
+  return out;
+}
+
+// `e` with each max(v, c) of a loop variable v and a constant c replaced by a fresh variable
+// (recorded in `clamped`, its range added to `range`).
+Expr name_clamps(const Expr& e, const std::map<std::string, Expr>& extents,
+                 std::map<std::string, VarRange>& range, std::map<std::string, Expr>& clamped) {
+  if (e.op() == ExprOp::Max && e.args().size() == 2) {
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Expr& v = e.args()[i];
+      std::optional<std::int64_t> c = e.args()[1 - i].as_constant();
+      if (v.op() != ExprOp::Dim || !extents.count(v.name()) || !c || *c < 0) continue;
+      const std::string name = "kiln_clamped_" + v.name() + "_" + std::to_string(*c);
+      clamped[name] = e;
+      const VarRange& r = range.at(v.name());
+      range[name] = {simplify(max(r.lo, Expr(*c))), simplify(max(r.hi, Expr(*c)))};
+      return Expr::dim(name);
+    }
+  }
+  if (e.args().empty()) return e;
+  std::vector<Expr> args;
+  for (const Expr& a : e.args()) args.push_back(name_clamps(a, extents, range, clamped));
+  return simplify(Expr::node(e.op(), std::move(args)));
+}
+
+// The producer's digits at flat `position` read where `valid` holds, over variables with the
+// given extents. Exact digits when proven in range there (see body_inline.hpp): a constant
+// offset joins the digit it keeps in range (the second half of a concatenation reads
+// o - 32), and a variable that `valid` bounds from below is clamped to that bound in a digit
+// that could otherwise be negative (the value there is never used: the consumer's load reads
+// 0, and the producer's loads read nothing). The general div/mod form otherwise.
+std::vector<Expr> digits_at(const Expr& position, const Expr& valid, const Radix& radix,
                             const std::map<std::string, Expr>& extents) {
   const std::size_t n = radix.vars.size();
+  std::map<std::string, VarRange> range = valid_ranges(valid, extents);
+  // A variable clamped by an earlier inlining, max(v, c), is a variable of its own here
+  // (ranging over [max(c, lo), max(c, hi)]), so that the position stays linear.
+  std::map<std::string, Expr> clamped;
+  const Expr linear_position = name_clamps(position, extents, range, clamped);
   std::vector<std::string> vars;
-  for (const auto& [v, e] : extents) vars.push_back(v);
-  if (std::optional<Linear> lin = linear_in(position, vars)) {
+  for (const auto& [v, r] : range) vars.push_back(v);
+  if (std::optional<Linear> lin = linear_in(linear_position, vars)) {
     std::vector<Expr> digit(n, Expr(0));
-    std::vector<Expr> high(n, Expr(0));  // the largest value of each digit
+    std::vector<Expr> low(n, Expr(0)), high(n, Expr(0));  // each digit's range where valid
     bool exact = true;
-    auto place = [&](const Expr& coefficient, const Expr& var, const Expr& var_max) {
-      for (std::size_t j = 0; j < n; ++j) {
-        std::optional<Expr> k = exact_quotient(coefficient, radix.strides[j]);
-        if (!k) continue;
-        if (!provably_nonnegative(*k)) return false;
-        digit[j] = digit[j] + *k * var;
-        high[j] = high[j] + *k * var_max;
-        return true;
-      }
-      return false;
-    };
-    if (!(lin->constant == Expr(0))) exact = place(lin->constant, Expr(1), Expr(1));
     for (const auto& [v, c] : lin->coefficient) {
-      if (!exact) break;
-      exact = place(c, Expr::dim(v), extents.at(v) - Expr(1));
+      bool placed = false;
+      for (std::size_t j = 0; j < n && !placed; ++j) {
+        std::optional<Expr> k = exact_quotient(c, radix.strides[j]);
+        if (!k) continue;
+        if (!provably_nonnegative(*k)) break;
+        const VarRange& r = range.at(v);
+        digit[j] = digit[j] + *k * Expr::dim(v);
+        low[j] = low[j] + *k * r.lo;
+        high[j] = high[j] + *k * r.hi;
+        placed = true;
+      }
+      exact = exact && placed;
     }
-    for (std::size_t j = 0; exact && j < n; ++j) {
-      exact = provably_nonnegative(radix.extents[j] - Expr(1) - high[j]);
+    auto in_range = [&](const std::vector<Expr>& lo, const std::vector<Expr>& hi) {
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!provably_nonnegative(lo[j]) ||
+            !provably_nonnegative(radix.extents[j] - Expr(1) - hi[j])) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (exact && !(lin->constant == Expr(0))) {
+      // The constant joins the first digit whose stride divides it and that it keeps in range.
+      bool placed = false;
+      for (std::size_t j = 0; j < n && !placed; ++j) {
+        std::optional<Expr> k = exact_quotient(lin->constant, radix.strides[j]);
+        if (!k) continue;
+        std::vector<Expr> lo = low, hi = high;
+        lo[j] = lo[j] + *k;
+        hi[j] = hi[j] + *k;
+        if (!in_range(lo, hi)) continue;
+        digit[j] = digit[j] + *k;
+        low = std::move(lo);
+        high = std::move(hi);
+        placed = true;
+      }
+      exact = placed;
     }
-    if (exact) {
-      for (Expr& d : digit) d = simplify(d);
+    if (exact && in_range(low, high)) {
+      for (Expr& d : digit) {
+        d = simplify(substitute(d, clamped));
+        if (provably_nonnegative(d)) continue;
+        std::map<std::string, Expr> clamp;
+        for (const std::string& v : free_dims(d)) {
+          auto r = range.find(v);
+          if (r != range.end() && !(r->second.lo == Expr(0))) {
+            clamp[v] = max(Expr::dim(v), r->second.lo);
+          }
+        }
+        d = simplify(substitute(d, clamp));
+      }
       return digit;
     }
   }
@@ -152,6 +255,37 @@ std::vector<Expr> digits_at(const Expr& position, const Radix& radix,
     digit.push_back(simplify(j == 0 ? q : mod(q, radix.extents[j])));
   }
   return digit;
+}
+
+// Whether node `id` is 0 wherever `valid` is 0, so that an inlined value needs no select
+// there: a load that reads nothing there (the inlined producer's loads carry `valid`), a
+// select on `valid` of something and 0, and sums, products, maxima, minima, sines and casts
+// of such nodes (0 + 0, 0 * 0, sin 0 are 0).
+bool zero_where_invalid(const BodyBuilder& b, ScalarId id, const Expr& valid) {
+  const Scalar& s = b.scalar(id);
+  auto zero = [&](std::size_t k) { return zero_where_invalid(b, s.args[k], valid); };
+  switch (s.op) {
+    case ScalarOp::Const:
+      return s.value == 0.0;
+    case ScalarOp::Load: {
+      const std::vector<Expr> has = factors_of(s.valid);
+      for (const Expr& f : factors_of(valid)) {
+        if (std::find(has.begin(), has.end(), f) == has.end()) return false;
+      }
+      return true;
+    }
+    case ScalarOp::Select: {
+      const Scalar& c = b.scalar(s.args[0]);
+      const bool on_valid = c.op == ScalarOp::Index && c.index == valid;
+      return zero(2) && (on_valid || zero(1));
+    }
+    case ScalarOp::Add: case ScalarOp::Mul: case ScalarOp::Max: case ScalarOp::Min:
+      return zero(0) && zero(1);
+    case ScalarOp::Sin: case ScalarOp::Cast:
+      return zero(0);
+    default:
+      return false;
+  }
 }
 
 // The Load nodes of `slot` in `body`.
@@ -193,14 +327,14 @@ Body inline_input(const Body& consumer, std::size_t slot, const Body& producer) 
   BodyCopier outer(b, consumer, {}, [&](std::size_t k) { return k < slot ? k : k + m - 1; },
                    Expr(1), extents);
   outer.inline_slot(slot, [&](const Expr& position, const Expr& valid) {
-    const std::vector<Expr> digit = digits_at(position, radix, extents);
+    const std::vector<Expr> digit = digits_at(position, valid, radix, extents);
     std::map<std::string, Expr> subst;
     for (std::size_t j = 0; j < digit.size(); ++j) subst[radix.vars[j]] = digit[j];
     BodyCopier inner(b, producer, std::move(subst), [&](std::size_t k) { return k + slot; },
                      valid, extents);
     ScalarId value = inner.copy(producer.value());
-    if (valid == Expr(1)) return value;
     // Where the consumer's load read 0 (padding), the inlined value must be 0 too.
+    if (valid == Expr(1) || zero_where_invalid(b, value, valid)) return value;
     return b.select(b.index(valid, producer.dtype()), value, b.constant(0, producer.dtype()));
   });
   std::optional<std::size_t> aliases = consumer.output_aliases();

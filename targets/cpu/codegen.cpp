@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <numbers>
 #include <optional>
@@ -153,6 +154,9 @@ constexpr long long kMathFunctionWork = 16;
 // Iterations of the outer loops that are enough to share among threads, leaving the innermost
 // loop out of the collapse (see emit_output_scope).
 constexpr long long kOuterTripsToShare = 16;
+// The most parts an innermost loop is split into at the edges of its loads' valid ranges (a
+// concatenation of two or three pieces; more would mean code growth for little gain).
+constexpr std::size_t kMaxLoopParts = 4;
 
 // The C type a node computes in.
 const char* compute_type(DType t) {
@@ -245,8 +249,14 @@ class Renderer {
 
   std::string expr(const Expr& e) const {
     return c_index_expr(
-        e, [this](const std::string& d) { return var_name(d); },
+        ranged(e), [this](const std::string& d) { return var_name(d); },
         [](std::int64_t v) { return "(" + std::to_string(v) + "LL)"; });
+  }
+
+  // `e` where the innermost loop runs over one part of its range (split_parts): comparisons and
+  // clamps of its variable at that part's edges fold to constants there.
+  Expr ranged(const Expr& e) const {
+    return segment_.empty() ? e : graph::simplify(e, segment_);
   }
 
   // The value of a node: its local variable, or (for constants and monoid parameters) text.
@@ -332,8 +342,10 @@ class Renderer {
         } else {
           element = load_element(s.slot, position);
         }
-        if (s.valid == Expr(1)) return element;
-        return "(" + expr(s.valid) + " ? " + element + " : " + literal(0, t) + ")";
+        const Expr valid = ranged(s.valid);
+        if (valid == Expr(1)) return element;
+        if (valid == Expr(0)) return literal(0, t);  // a part of the loop that reads padding
+        return "(" + expr(valid) + " ? " + element + " : " + literal(0, t) + ")";
       }
       case ScalarOp::Cast: return cast(a(0), nodes_[s.args[0]].dtype, t);
       case ScalarOp::Exp2: return vector_math("exp2");
@@ -564,6 +576,11 @@ class Renderer {
     const std::size_t loops_here = run > 0 ? run : 1;
     if (run == 0 && scope + 1 == loops.size() && loops[scope].parallel &&
         !homes_.has_child_scope(scope + 1)) {
+      const std::vector<std::int64_t> edges = split_edges(scope);
+      if (edges.size() > 2) {
+        emit_split_loop(scope, edges, indent);
+        return;
+      }
       line(indent, "#pragma omp simd");
     }
     // The loops in order; but where they are collapsed from the tiled loop to the one around c,
@@ -590,6 +607,62 @@ class Renderer {
     emit_output_scope(scope + loops_here, indent + loops_here);
     for (std::size_t k = loops_here; k-- > 0;) line(indent + k, "}");
     if (run > 0) in_parallel_ = false;
+  }
+
+  // Where the innermost loop's loads are valid on constant ranges of its variable (a padded or
+  // concatenated read: `o2 <= 31`, `32 <= o2`, `max(o2, 32)`), the edges of those ranges, from
+  // 0 to its constant extent: the loop runs as one loop per part, in which each validity and
+  // clamp is a constant, so that every part is a plain loop that vectorizes (GCC does not
+  // vectorize the conditional loads). Fewer than 3 edges: no split.
+  std::vector<std::int64_t> split_edges(std::size_t scope) const {
+    const graph::Loop& loop = body_.loops()[scope];
+    std::optional<std::int64_t> extent = loop.extent.as_constant();
+    if (!extent) return {};
+    std::set<std::int64_t> edges{0, *extent};
+    // Edges at the constants compared with or clamping the variable.
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      const graph::ExprOp op = e.op();
+      if ((op == graph::ExprOp::Le || op == graph::ExprOp::Lt || op == graph::ExprOp::Max ||
+           op == graph::ExprOp::Min) && e.args().size() == 2) {
+        for (std::size_t i = 0; i < 2; ++i) {
+          const Expr& v = e.args()[i];
+          std::optional<std::int64_t> c = e.args()[1 - i].as_constant();
+          if (v.op() != graph::ExprOp::Dim || v.name() != loop.var || !c) continue;
+          // v <= c and c < v change at c + 1; v < c, c <= v, max and min at c.
+          const bool after = (op == graph::ExprOp::Le && i == 0) ||
+                             (op == graph::ExprOp::Lt && i == 1) ||
+                             (op == graph::ExprOp::Min);
+          const std::int64_t at = *c + (after ? 1 : 0);
+          if (at > 0 && at < *extent) edges.insert(at);
+        }
+      }
+      for (const Expr& a : e.args()) walk(a);
+    };
+    for (ScalarId id : homes_.homed(scope + 1)) {
+      const Scalar& n = nodes_[id];
+      if (n.op == ScalarOp::Load && !(n.valid == Expr(1))) {
+        walk(n.valid);
+        walk(n.index);
+      }
+    }
+    if (edges.size() > kMaxLoopParts + 1) return {};
+    return {edges.begin(), edges.end()};
+  }
+
+  // The innermost loop of `scope` as one vectorized loop per part between `edges`.
+  void emit_split_loop(std::size_t scope, const std::vector<std::int64_t>& edges,
+                       std::size_t indent) {
+    const graph::Loop& loop = body_.loops()[scope];
+    const std::string var = "L_" + loop.var;
+    for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
+      segment_[loop.var] = graph::Interval{edges[k], edges[k + 1] - 1};
+      line(indent, "#pragma omp simd");
+      line(indent, "for (kiln_i64 " + var + " = " + std::to_string(edges[k]) + "; " + var +
+                       " < " + std::to_string(edges[k + 1]) + "; ++" + var + ") {");
+      emit_output_scope(scope + 1, indent + 1);
+      line(indent, "}");
+    }
+    segment_.clear();
   }
 
   // The innermost output loop around a row-state reduction (row_state.hpp): row inputs into
@@ -1506,6 +1579,8 @@ class Renderer {
   std::map<ScalarId, std::string> renamed_;
   std::map<ScalarId, std::string> shared_combine_;
   bool in_parallel_ = false;
+  // The range of the innermost loop's variable in the part being emitted (emit_split_loop).
+  graph::DimRanges segment_;
   std::ostringstream code_;
 };
 

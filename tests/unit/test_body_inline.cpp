@@ -123,6 +123,10 @@ TEST_CASE("inlining keeps every node's value: elementwise, views, reductions, so
   pad(slice(h, 1, 1, 4), 1, 2, 1).output("slice_pad");         // offsets and zero padding
   (sum(h, 0) * 2.0).output("column_sums");
   reshape(h, {Expr(5), n}).output("reshaped");
+  concat({exp(slice(h, 1, 0, 2)) + 1.0, slice(h, 1, 2, 5) * 3.0}, 1).output("concat");
+  GraphTensor positions = gb.input("positions", {n}, DType::F64);
+  rotary(transpose(reshape(slice(h, 1, 0, 4), {n, Expr(2), Expr(2)}), 0, 1), positions)
+      .output("rotary");
   validate(gb.graph());
   for (std::uint32_t seed : {1u, 2u, 3u, 4u}) {
     std::mt19937 rng(seed);
@@ -130,7 +134,8 @@ TEST_CASE("inlining keeps every node's value: elementwise, views, reductions, so
     DimValues dims{{"n", rows}};
     std::map<std::string, Tensor> inputs{{"x", random_tensor({rows, 5}, seed)},
                                          {"w", random_tensor({5}, seed + 10)},
-                                         {"b", random_tensor({5, 3}, seed + 20)}};
+                                         {"b", random_tensor({5, 3}, seed + 20)},
+                                         {"positions", random_tensor({rows}, seed + 30)}};
     const double p = seed == 1 ? 1.0 : 0.6;
     const std::size_t inlined = check_fusion(gb.graph(), dims, inputs, rng, p);
     if (p == 1.0) CHECK(inlined > 20);
@@ -173,6 +178,63 @@ TEST_CASE("an exactly solved position has no division; a reduction reads its pro
   CHECK(contains(text, "exp2"));
   CHECK_FALSE(positions_divide(reduced));
   CHECK(inline_read_factor(one_op_body(g, total), 0, fused) == 1);
+}
+
+TEST_CASE("a concatenation's parts inline exactly: no division, no select, one loop nest",
+          "[body][inline]") {
+  // RoPE's rotate-half: concat(x1 * c - x2 * s, x2 * c + x1 * s) over [heads, n, 4] reads
+  // each half through a padded view (valid where 0 <= j < 2, or 2 <= j < 4): under that mask
+  // the digits are exact (j, or j - 2 clamped at 0), and the inlined parts are 0 there
+  // already (their loads read nothing), so no select wraps them (only constants get one).
+  GraphBuilder gb;
+  Expr n = Expr::dim("n");
+  GraphTensor x = gb.input("x", {Expr(3), n, Expr(4)}, DType::F64);
+  GraphTensor c = gb.input("c", {n, Expr(2)}, DType::F64);
+  GraphTensor s = gb.input("s", {n, Expr(2)}, DType::F64);
+  GraphTensor x1 = slice(x, 2, 0, 2), x2 = slice(x, 2, 2, 4);
+  GraphTensor out = concat({x1 * c - x2 * s, x2 * c + x1 * s}, 2);
+  out.output("out");
+  const Graph& g = gb.graph();
+  // Inline every compute producer, first slot first, as the fusion rules do.
+  Body body = one_op_body(g, out.node());
+  std::vector<NodeId> reads;
+  for (const Graph::Input& in : g.inputs(out.node())) reads.push_back(in.producer);
+  for (bool again = true; again;) {
+    again = false;
+    for (std::size_t k = 0; k < reads.size() && !again; ++k) {
+      if (g.node(reads[k]).op == Op::Input) continue;
+      body = inline_input(body, k, one_op_body(g, reads[k]));
+      std::vector<NodeId> next(reads.begin(), reads.begin() + static_cast<std::ptrdiff_t>(k));
+      for (const Graph::Input& in : g.inputs(reads[k])) next.push_back(in.producer);
+      next.insert(next.end(), reads.begin() + static_cast<std::ptrdiff_t>(k) + 1, reads.end());
+      reads = std::move(next);
+      again = true;
+    }
+  }
+  for (NodeId r : reads) CHECK(g.node(r).op == Op::Input);
+  const std::string text = to_text(body);
+  INFO(text);
+  CHECK_FALSE(contains(text, "/"));
+  std::size_t wrapped = 0;  // selects of a computed value (the constant -1 of x2 * -1 is one)
+  for (const Scalar& sc : body.scalars()) {
+    wrapped += sc.op == ScalarOp::Select && body.scalar(sc.args[1]).op != ScalarOp::Const;
+  }
+  CHECK(wrapped == 0);
+  CHECK(contains(text, "max(o2, 2) - 2"));
+  for (std::int64_t rows : {1, 3, 6}) {
+    DimValues dims{{"n", rows}};
+    std::map<std::string, Tensor> inputs{{"x", random_tensor({3, rows, 4}, 7)},
+                                         {"c", random_tensor({rows, 2}, 8)},
+                                         {"s", random_tensor({rows, 2}, 9)}};
+    const Tensor want = interpret(g, dims, inputs).at("out");
+    std::vector<std::vector<double>> values(g.size());
+    for (NodeId r : reads) values[r] = inputs.at(g.node(r).name).data;
+    const std::vector<double> got = run(body, reads, values, dims);
+    REQUIRE(got.size() == want.data.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(std::fabs(got[i] - want.data[i]) <= 1e-6 * (1.0 + std::fabs(want.data[i])));
+    }
+  }
 }
 
 TEST_CASE("inlining the same producers in either order builds the same Body",

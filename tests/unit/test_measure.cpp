@@ -349,6 +349,22 @@ TEST_CASE("measure: random inputs are never zero and keep dynamic rows in range"
   CHECK(std::count(halves.at(0).begin(), halves.at(0).end(), 0.0) == 0);
 }
 
+TEST_CASE("measure: an integer input that is not a row index is positions 0, 1, 2, ...",
+          "[measure]") {
+  // A causal mask over positions (j <= i, read from an i64 buffer like an Iota's): with small
+  // random values it hid nothing, and a causal kernel was timed doing all its keys.
+  BodyBuilder b({DType::I64, DType::F32});
+  const Expr i = b.output_loop(Expr::dim("n"));
+  const ScalarId masked = b.select(b.less_than(b.load(0, i), b.constant(100, DType::I64), DType::Bool),
+                                   b.load(1, i), b.constant(0, DType::F32));
+  const Body body = b.finish(masked, Expr::dim("n"), i);
+  const DimValues dims = {{"n", 300}};
+  const auto inputs = compiler::random_inputs(compiler::body_candidate(body, {300, 300}, dims),
+                                              dims, 5);
+  REQUIRE(inputs.size() == 2);
+  for (std::size_t e = 0; e < 300; ++e) CHECK(inputs[0][e] == static_cast<double>(e));
+}
+
 TEST_CASE("measure: keys follow the op, the sizes, the dims it uses and the target", "[measure]") {
   const DimValues dims = {{"n", 5}};
   const Candidate dot = compiler::body_candidate(dot_body(), {20, 4}, dims);
