@@ -1,0 +1,369 @@
+// Tiled products: the plan and the kernel's statements; see tiled_product.hpp.
+#include "targets/cpu/tiled_product.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace kiln::targets::cpu {
+
+using graph::Body;
+using graph::Expr;
+using graph::Monoid;
+using graph::Scalar;
+using graph::ScalarId;
+using graph::ScalarOp;
+
+namespace {
+
+bool trivial(const Scalar& s) { return s.op == ScalarOp::Const || s.op == ScalarOp::Param; }
+
+// Whether every load under `factor` steps by one element when loop variable `var` does (and at
+// least one load does): the factor is then read along `var` when packed.
+bool steps_by_one(const std::vector<Scalar>& nodes, ScalarId factor, const std::string& var) {
+  bool any = false;
+  for (ScalarId id : nodes_under(nodes, factor)) {
+    const Scalar& s = nodes[id];
+    if (s.op != ScalarOp::Load) continue;
+    const Expr next = graph::substitute(s.index, {{var, Expr::dim(var) + 1}});
+    if (!(graph::simplify(next - s.index) == Expr(1))) return false;
+    any = true;
+  }
+  return any;
+}
+
+// The non-trivial nodes under `factor` computed inside the rows' loop (home past the batch
+// loops' scopes), by id.
+std::vector<ScalarId> factor_nodes(const Body& body, const NodeHomes& homes, ScalarId factor) {
+  const std::size_t batch_scopes = body.loops().size() - 1;  // scopes 0 .. loops - 2
+  std::vector<ScalarId> out;
+  for (ScalarId id : nodes_under(body.scalars(), factor)) {
+    if (!trivial(body.scalar(id)) && homes.home(id) >= batch_scopes) out.push_back(id);
+  }
+  return out;
+}
+
+bool mentions(const std::set<std::string>& deps, const std::string& var) {
+  return deps.count(var) != 0;
+}
+
+}  // namespace
+
+std::optional<TiledProduct> plan_tiled_product(const Body& body, const NodeHomes& homes) {
+  const std::vector<graph::Loop>& loops = body.loops();
+  const std::vector<Scalar>& nodes = body.scalars();
+  if (loops.size() < 2 || body.store_row() || body.output_aliases() ||
+      !(body.guard() == Expr(1))) {
+    return std::nullopt;
+  }
+  for (const graph::Loop& loop : loops) {
+    if (!loop.parallel || homes.mentions_loop_var(loop.extent)) return std::nullopt;
+  }
+  std::optional<ScalarId> reduce;
+  for (std::size_t id = 0; id < nodes.size(); ++id) {
+    if (!homes.live(static_cast<ScalarId>(id)) || nodes[id].op != ScalarOp::Reduce) continue;
+    if (reduce) return std::nullopt;  // one reduction only
+    reduce = static_cast<ScalarId>(id);
+  }
+  if (!reduce) return std::nullopt;
+  const Scalar& s = nodes[*reduce];
+  const Monoid& m = body.monoids().at(s.slot);
+  if (s.dtype != graph::DType::F32 || m.name != "sum" || m.identity != std::vector<double>{0.0} ||
+      m.lift.size() != 1 || nodes[m.lift[0]].op != ScalarOp::Param ||
+      nodes[m.finalize].op != ScalarOp::Param || nodes[m.combine[0]].op != ScalarOp::Add) {
+    return std::nullopt;
+  }
+  const std::size_t scope = homes.reduce_scope(*reduce);
+  if (homes.home(*reduce) != loops.size() || homes.mentions_loop_var(s.extent) || scope == 0 ||
+      homes.has_child_scope(scope)) {
+    return std::nullopt;
+  }
+  const Scalar& product = nodes[s.args[0]];
+  if (product.op != ScalarOp::Mul || product.dtype != graph::DType::F32) return std::nullopt;
+  const std::string& row = loops[loops.size() - 2].var;
+  const std::string& column = loops.back().var;
+  TiledProduct plan;
+  plan.reduce = *reduce;
+  plan.row_factor = product.args[0];
+  plan.column_factor = product.args[1];
+  if (mentions(homes.deps(plan.row_factor), column)) {
+    std::swap(plan.row_factor, plan.column_factor);
+  }
+  if (mentions(homes.deps(plan.row_factor), column) ||
+      mentions(homes.deps(plan.column_factor), row)) {
+    return std::nullopt;
+  }
+  plan.row_factor_along_k = steps_by_one(nodes, plan.row_factor, s.var);
+  plan.column_factor_along_k = !steps_by_one(nodes, plan.column_factor, column) &&
+                               steps_by_one(nodes, plan.column_factor, s.var);
+  plan.row_nodes = factor_nodes(body, homes, plan.row_factor);
+  plan.column_nodes = factor_nodes(body, homes, plan.column_factor);
+  // The epilogue: what the value reads in the rows' and columns' scopes, outside the sum.
+  std::set<ScalarId> seen;
+  std::vector<ScalarId> stack{body.value()};
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second || id == *reduce) continue;
+    if (!trivial(nodes[id]) && homes.home(id) + 2 > loops.size()) plan.epilogue.push_back(id);
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  std::sort(plan.epilogue.begin(), plan.epilogue.end());
+  return plan;
+}
+
+namespace {
+
+std::string num(std::int64_t v) { return std::to_string(v); }
+
+// Emits the kernel; the names it declares start with `kp_`.
+class Emitter {
+ public:
+  Emitter(const Body& body, const NodeHomes& homes, const TiledProduct& plan, KernelWriter& out)
+      : body_(body), homes_(homes), plan_(plan), out_(out), loops_(body.loops()) {}
+
+  void emit(long long parallel_work, std::size_t indent) {
+    const Scalar& s = body_.scalar(plan_.reduce);
+    const std::size_t batch = loops_.size() - 2;
+    out_.line(indent, "// tiled product of %" + num(plan_.reduce) + ": rows " + row_var() +
+                          ", columns " + column_var() + ", sums over " + depth_var());
+    out_.line(indent, "const kiln_i64 kp_m = " + out_.index(loops_[batch].extent) +
+                          ", kp_n = " + out_.index(loops_.back().extent) +
+                          ", kp_k = " + out_.index(s.extent) + ";");
+    out_.line(indent, "const kiln_i64 kp_mb = (kp_m + " + num(kTileRows - 1) + ") / " +
+                          num(kTileRows) + ", kp_nb = (kp_n + " + num(kTileColumns - 1) + ") / " +
+                          num(kTileColumns) + ";");
+    Expr trips = 1;
+    for (std::size_t k = 0; k < batch; ++k) trips = trips * loops_[k].extent;
+    const Expr work = graph::simplify(trips * loops_[batch].extent * loops_.back().extent *
+                                      s.extent);
+    out_.line(indent, "#pragma omp parallel for collapse(" + num(static_cast<std::int64_t>(batch) + 2) +
+                          ") schedule(static) if(" + out_.index(graph::simplify(trips)) +
+                          " * kp_mb * kp_nb > 1 && " + out_.index(work) +
+                          " >= " + std::to_string(parallel_work) + ")");
+    std::size_t in = indent;
+    for (std::size_t k = 0; k < batch; ++k, ++in) {
+      const std::string var = "L_" + loops_[k].var;
+      out_.line(in, "for (kiln_i64 " + var + " = 0; " + var + " < " + out_.index(loops_[k].extent) +
+                        "; ++" + var + ")");
+    }
+    out_.line(in, "for (kiln_i64 kp_ib = 0; kp_ib < kp_mb; ++kp_ib)");
+    out_.line(in + 1, "for (kiln_i64 kp_jb = 0; kp_jb < kp_nb; ++kp_jb) {");
+    in += 2;
+    for (std::size_t scope = 1; scope <= batch; ++scope) {
+      for (ScalarId id : homes_.homed(scope)) out_.node(id, in);
+    }
+    out_.line(in, "const kiln_i64 kp_i0 = kp_ib * " + num(kTileRows) + ", kp_j0 = kp_jb * " +
+                      num(kTileColumns) + ";");
+    out_.line(in, "const kiln_i64 kp_mc = kiln_imin(" + num(kTileRows) + ", kp_m - kp_i0), kp_nc = "
+                  "kiln_imin(" + num(kTileColumns) + ", kp_n - kp_j0);");
+    out_.line(in, "float kp_a[" + num(kTileRows * kTileDepth) + "] __attribute__((aligned(64)));");
+    out_.line(in, "float kp_b[" + num(kTileDepth * kTileColumns) +
+                      "] __attribute__((aligned(64)));");
+    out_.line(in, "float kp_s[" + num(kTileRows * kTileColumns) +
+                      "] __attribute__((aligned(64)));");
+    // One pass when k is empty: the sums are then the identity, 0.
+    out_.line(in, "for (kiln_i64 kp_p = 0; kp_p == 0 || kp_p < kp_k; kp_p += " + num(kTileDepth) +
+                      ") {");
+    out_.line(in + 1, "const kiln_i64 kp_kc = kiln_imax(0, kiln_imin(" + num(kTileDepth) +
+                          ", kp_k - kp_p));");
+    pack_rows(in + 1);
+    pack_columns(in + 1);
+    out_.line(in + 1, "kiln_tiles<" + num(kPanelRows) + ", " + num(kPanelColumns / 16) +
+                          ">(kp_a, kp_b, kp_kc, kp_mc, kp_nc, kp_s, " + num(kTileColumns) +
+                          ", kp_p == 0);");
+    out_.line(in, "}");
+    epilogue(in);
+    out_.line(in - 1, "}");
+  }
+
+ private:
+  std::string row_var() const { return "L_" + loops_[loops_.size() - 2].var; }
+  std::string column_var() const { return "L_" + loops_.back().var; }
+  std::string depth_var() const { return "L_" + body_.scalar(plan_.reduce).var; }
+  bool in_row_scope(ScalarId id) const { return homes_.home(id) + 1 == loops_.size(); }
+  bool in_column_scope(ScalarId id) const { return homes_.home(id) == loops_.size(); }
+
+  // a's block into kp_a: [row panel][k][kPanelRows], rows past the block's end left out (the
+  // micro-kernel reads only the rows it has).
+  void pack_rows(std::size_t in) {
+    const std::string panel = num(kPanelRows);
+    out_.line(in, "// a's block, [row panel][k][" + panel + "]");
+    if (plan_.row_factor_along_k) {
+      out_.line(in, "for (kiln_i64 kp_r = 0; kp_r < kp_mc; ++kp_r) {");
+      out_.line(in + 1, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r;");
+      out_.line(in + 1, "float* const kp_to = kp_a + (kp_r / " + panel + ") * " + panel +
+                            " * kp_kc + kp_r % " + panel + ";");
+      for (ScalarId id : plan_.row_nodes) {
+        if (in_row_scope(id)) out_.node(id, in + 1);
+      }
+      out_.line(in + 1, "#pragma omp simd");
+      out_.line(in + 1, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
+      out_.line(in + 2, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
+      for (ScalarId id : plan_.row_nodes) {
+        if (!in_row_scope(id)) out_.node(id, in + 2);
+      }
+      out_.line(in + 2, "kp_to[kp_q * " + panel + "] = " + read(plan_.row_factor) + ";");
+      out_.line(in + 1, "}");
+      out_.line(in, "}");
+      return;
+    }
+    out_.line(in, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
+    out_.line(in + 1, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
+    out_.line(in + 1, "for (kiln_i64 kp_r0 = 0; kp_r0 < kp_mc; kp_r0 += " + panel + ") {");
+    out_.line(in + 2, "float* const kp_to = kp_a + kp_r0 * kp_kc + kp_q * " + panel + ";");
+    out_.line(in + 2, "#pragma omp simd");
+    out_.line(in + 2, "for (kiln_i64 kp_r = 0; kp_r < kiln_imin(" + panel +
+                          ", kp_mc - kp_r0); ++kp_r) {");
+    out_.line(in + 3, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r0 + kp_r;");
+    for (ScalarId id : plan_.row_nodes) out_.node(id, in + 3);
+    out_.line(in + 3, "kp_to[kp_r] = " + read(plan_.row_factor) + ";");
+    out_.line(in + 2, "}");
+    out_.line(in + 1, "}");
+    out_.line(in, "}");
+  }
+
+  // b's block into kp_b: [column panel][k][kPanelColumns], the columns past the block's end 0
+  // (their sums are not stored).
+  void pack_columns(std::size_t in) {
+    const std::string panel = num(kPanelColumns);
+    out_.line(in, "// b's block, [column panel][k][" + panel + "]");
+    out_.line(in, "for (kiln_i64 kp_c0 = 0; kp_c0 < kp_nc; kp_c0 += " + panel + ") {");
+    out_.line(in + 1, "const kiln_i64 kp_cn = kiln_imin(" + panel + ", kp_nc - kp_c0);");
+    out_.line(in + 1, "float* const kp_panel = kp_b + kp_c0 * kp_kc;");
+    if (plan_.column_factor_along_k) {
+      out_.line(in + 1, "for (kiln_i64 kp_c = 0; kp_c < kp_cn; ++kp_c) {");
+      out_.line(in + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
+      for (ScalarId id : plan_.column_nodes) {
+        if (in_column_scope(id)) out_.node(id, in + 2);
+      }
+      out_.line(in + 2, "#pragma omp simd");
+      out_.line(in + 2, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
+      out_.line(in + 3, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
+      for (ScalarId id : plan_.column_nodes) {
+        if (!in_column_scope(id)) out_.node(id, in + 3);
+      }
+      out_.line(in + 3, "kp_panel[kp_q * " + panel + " + kp_c] = " + read(plan_.column_factor) +
+                            ";");
+      out_.line(in + 2, "}");
+      out_.line(in + 1, "}");
+      out_.line(in + 1, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q)");
+      out_.line(in + 2, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel + "; ++kp_c) kp_panel[kp_q * " +
+                            panel + " + kp_c] = 0.0f;");
+    } else {
+      out_.line(in + 1, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
+      out_.line(in + 2, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
+      out_.line(in + 2, "float* const kp_to = kp_panel + kp_q * " + panel + ";");
+      out_.line(in + 2, "#pragma omp simd");
+      out_.line(in + 2, "for (kiln_i64 kp_c = 0; kp_c < kp_cn; ++kp_c) {");
+      out_.line(in + 3, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
+      for (ScalarId id : plan_.column_nodes) out_.node(id, in + 3);
+      out_.line(in + 3, "kp_to[kp_c] = " + read(plan_.column_factor) + ";");
+      out_.line(in + 2, "}");
+      out_.line(in + 2, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel + "; ++kp_c) kp_to[kp_c] = 0.0f;");
+      out_.line(in + 1, "}");
+    }
+    out_.line(in, "}");
+  }
+
+  // The value after the sum and the store, for each element of the block.
+  void epilogue(std::size_t in) {
+    out_.rename(plan_.reduce, "kp_s[kp_r * " + num(kTileColumns) + " + kp_c]");
+    out_.line(in, "for (kiln_i64 kp_r = 0; kp_r < kp_mc; ++kp_r) {");
+    out_.line(in + 1, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r;");
+    for (ScalarId id : plan_.epilogue) {
+      if (in_row_scope(id)) out_.node(id, in + 1);
+    }
+    out_.line(in + 1, "#pragma omp simd");
+    out_.line(in + 1, "for (kiln_i64 kp_c = 0; kp_c < kp_nc; ++kp_c) {");
+    out_.line(in + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c;");
+    for (ScalarId id : plan_.epilogue) {
+      if (!in_row_scope(id)) out_.node(id, in + 2);
+    }
+    out_.store(in + 2);
+    out_.line(in + 1, "}");
+    out_.line(in, "}");
+    out_.rename(plan_.reduce, "");
+  }
+
+  // A factor's value as C: a node's variable, or the text of a constant or a renamed node.
+  std::string read(ScalarId id) const { return out_.value(id); }
+
+  const Body& body_;
+  const NodeHomes& homes_;
+  const TiledProduct& plan_;
+  KernelWriter& out_;
+  const std::vector<graph::Loop>& loops_;
+};
+
+}  // namespace
+
+void emit_tiled_product(const Body& body, const NodeHomes& homes, const TiledProduct& plan,
+                        long long parallel_work, KernelWriter& out) {
+  Emitter(body, homes, plan, out).emit(parallel_work, 1);
+}
+
+const std::string& tiled_product_prelude() {
+  // kiln_tile: R rows by 16 V columns of sums in R x V vectors over kc steps of packed
+  // operands, a [kc][MR] and b [kc][16 V]; c the block's sums (leading dim ldc), from zero
+  // where `first`. kiln_tiles: the tiles of a packed block, rows [0, m) by columns [0, n), the
+  // last row panel ragged (a tile of its rows), the last column panel padded.
+  static const std::string text = [] {
+    std::string t = R"(// Tiled products (tiled_product.hpp).
+template <int R, int V, int MR>
+static inline __attribute__((always_inline)) void kiln_tile(const float* __restrict a,
+    const float* __restrict b, kiln_i64 kc, float* __restrict c, kiln_i64 ldc, int first) {
+  kiln_f32x16 s[R][V];
+  const kiln_f32x16 zero = {};
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      if (first) {
+        s[r][v] = zero;
+      } else {
+        __builtin_memcpy(&s[r][v], c + r * ldc + 16 * v, sizeof s[r][v]);
+      }
+    }
+  }
+  for (kiln_i64 k = 0; k < kc; ++k) {
+    kiln_f32x16 x[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) __builtin_memcpy(&x[v], b + k * 16 * V + 16 * v, sizeof x[v]);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const float e = a[k * MR + r];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) s[r][v] += x[v] * e;
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) __builtin_memcpy(c + r * ldc + 16 * v, &s[r][v], sizeof s[r][v]);
+  }
+}
+template <int MR, int V>
+static inline void kiln_tiles(const float* a, const float* b, kiln_i64 kc, kiln_i64 m,
+                              kiln_i64 n, float* c, kiln_i64 ldc, int first) {
+  for (kiln_i64 j = 0; j < n; j += 16 * V) {
+    for (kiln_i64 i = 0; i < m; i += MR) {
+      const float* const ap = a + i * kc;
+      const float* const bp = b + j * kc;
+      float* const cp = c + i * ldc + j;
+      switch (m - i < MR ? m - i : MR) {
+)";
+    for (std::int64_t r = kPanelRows; r >= 1; --r) {
+      t += "        case " + num(r) + ": kiln_tile<" + num(r) + ", V, MR>(ap, bp, kc, cp, ldc, first); break;\n";
+    }
+    t += R"(      }
+    }
+  }
+}
+)";
+    return t;
+  }();
+  return text;
+}
+
+}  // namespace kiln::targets::cpu

@@ -1,0 +1,92 @@
+// Tiled products: a Body whose reduction is a float sum over k of a factor free of the
+// innermost output loop times a factor free of the loop around it (a[i, k] * b[k, j], the way
+// the graph writes a matmul: a broadcast multiply, then a sum) is rendered as a register-blocked
+// matrix product, the way BLAS libraries compute one (codegen.cpp emits the rest of the kernel).
+//
+// For each batch entry (the output loops outside i and j), block of kTileRows rows and block of
+// kTileColumns columns (the blocks shared among the threads):
+//
+//   for each block of kTileDepth steps of k {
+//     pack a's block [row panel][k][kPanelRows]   (the factor computed: casts, masks, views)
+//     pack b's block [column panel][k][kPanelColumns], the columns past the end clamped
+//     for each column panel { for each row panel { micro-kernel } }
+//   }
+//   the epilogue (what the value computes from the sum) and the store, per element of the block
+//
+// The micro-kernel (tiled_product_prelude) holds kPanelRows x kPanelColumns sums in vector
+// registers (16 floats each: zmm on AVX-512) and, per step of k, loads the column panel's
+// vectors once and adds each row's element, broadcast, times them (FMAs). A column panel of b
+// (kTileDepth x kPanelColumns floats) stays in L1 while every row panel of the block passes
+// over it; a's block stays in L2. Sums carry across blocks of k in an array of the block.
+// Products in f32 only (FMAs reorder nothing but round each step once: within the tolerance of
+// a vectorized sum); f64 and f16 products keep the plain form.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/body.hpp"
+#include "targets/node_homes.hpp"
+
+namespace kiln::targets::cpu {
+
+// Rows and columns of the micro-kernel's tile of sums (columns a multiple of 16).
+constexpr std::int64_t kPanelRows = 8;
+constexpr std::int64_t kPanelColumns = 32;
+// The blocks: rows and columns of C per task of a thread, steps of k per packed block.
+constexpr std::int64_t kTileRows = 96;
+constexpr std::int64_t kTileColumns = 256;
+constexpr std::int64_t kTileDepth = 256;
+
+struct TiledProduct {
+  graph::ScalarId reduce = 0;
+  // The factor free of the columns (a[i, k]) and the one free of the rows (b[k, j]).
+  graph::ScalarId row_factor = 0;
+  graph::ScalarId column_factor = 0;
+  // Whether a factor's loads step by one element along k (a row-major a, a transposed b): it
+  // is packed along k, else along its own output loop.
+  bool row_factor_along_k = false;
+  bool column_factor_along_k = false;
+  // The nodes each factor computes inside the rows' loop (by id; the batch loops' nodes are
+  // computed outside the tiles), and the nodes of the value after the sum (the epilogue).
+  std::vector<graph::ScalarId> row_nodes;
+  std::vector<graph::ScalarId> column_nodes;
+  std::vector<graph::ScalarId> epilogue;
+};
+
+// The tiled product of `body`, or nothing where it does not apply: every output loop parallel
+// with an extent free of the loop variables, at least two of them (rows, then columns,
+// innermost), a plain store; exactly one Reduce, a sum in f32 over an extent free of the loops,
+// computed per element of the two innermost loops, whose element is factor * factor in f32
+// with one factor free of the columns and the other free of the rows.
+std::optional<TiledProduct> plan_tiled_product(const graph::Body& body, const NodeHomes& homes);
+
+// What the code generator lends the tiled product's emitter.
+class KernelWriter {
+ public:
+  virtual ~KernelWriter() = default;
+  virtual void line(std::size_t indent, const std::string& text) = 0;
+  // `const T v<id> = ...;` for node `id` (its arguments already computed).
+  virtual void node(graph::ScalarId id, std::size_t indent) = 0;
+  // The store of the value at the current loop variables.
+  virtual void store(std::size_t indent) = 0;
+  // Node `id` is read as `text` from now on (empty: as itself again).
+  virtual void rename(graph::ScalarId id, const std::string& text) = 0;
+  // An Expr as C (loop variables `L_<var>`, dims `D_<dim>`).
+  virtual std::string index(const graph::Expr& e) const = 0;
+  // Node `id`'s value as C: its variable, a constant's text or its new name.
+  virtual std::string value(graph::ScalarId id) const = 0;
+};
+
+// The kernel's statements for `plan` (after the inputs and dims are declared): the product,
+// split across threads where its multiply-adds reach `parallel_work`.
+void emit_tiled_product(const graph::Body& body, const NodeHomes& homes,
+                        const TiledProduct& plan, long long parallel_work, KernelWriter& out);
+
+// The micro-kernel and the block driver every tiled product calls; part of the CPU prelude.
+const std::string& tiled_product_prelude();
+
+}  // namespace kiln::targets::cpu
