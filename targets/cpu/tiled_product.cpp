@@ -147,8 +147,10 @@ class Emitter {
       out_.line(in, "for (kiln_i64 " + var + " = 0; " + var + " < " + out_.index(loops_[k].extent) +
                         "; ++" + var + ")");
     }
-    out_.line(in, "for (kiln_i64 kp_ib = 0; kp_ib < kp_mb; ++kp_ib)");
-    out_.line(in + 1, "for (kiln_i64 kp_jb = 0; kp_jb < kp_nb; ++kp_jb) {");
+    // A thread's tasks (static, consecutive) take one block of columns for many blocks of
+    // rows: b's block is read from L2 again, not from memory.
+    out_.line(in, "for (kiln_i64 kp_jb = 0; kp_jb < kp_nb; ++kp_jb)");
+    out_.line(in + 1, "for (kiln_i64 kp_ib = 0; kp_ib < kp_mb; ++kp_ib) {");
     in += 2;
     for (std::size_t scope = 1; scope <= batch; ++scope) {
       for (ScalarId id : homes_.homed(scope)) out_.node(id, in);
@@ -169,7 +171,8 @@ class Emitter {
                           ", kp_k - kp_p));");
     pack_rows(in + 1);
     pack_columns(in + 1);
-    out_.line(in + 1, "kiln_tiles<" + num(kPanelRows) + ", " + num(kPanelColumns / 16) +
+    out_.line(in + 1, "kiln_tiles<" + num(kPanelRows) + ", " + num(kPanelColumns / 16) + ", " +
+                          (plan_.row_factor_along_k ? "1" : "0") +
                           ">(kp_a, kp_b, kp_kc, kp_mc, kp_nc, kp_s, " + num(kTileColumns) +
                           ", kp_p == 0);");
     out_.line(in, "}");
@@ -184,16 +187,16 @@ class Emitter {
   bool in_row_scope(ScalarId id) const { return homes_.home(id) + 1 == loops_.size(); }
   bool in_column_scope(ScalarId id) const { return homes_.home(id) == loops_.size(); }
 
-  // a's block into kp_a: [row panel][k][kPanelRows], rows past the block's end left out (the
-  // micro-kernel reads only the rows it has).
+  // a's block into kp_a, each row panel (kPanelRows rows, the last one ragged) at kp_a + its
+  // first row * kp_kc: rows by k where the factor is read along k (copies of contiguous
+  // elements), else [k][kPanelRows] (the micro-kernel reads either, kiln_tiles' last argument).
   void pack_rows(std::size_t in) {
     const std::string panel = num(kPanelRows);
-    out_.line(in, "// a's block, [row panel][k][" + panel + "]");
     if (plan_.row_factor_along_k) {
+      out_.line(in, "// a's block, [row][k]");
       out_.line(in, "for (kiln_i64 kp_r = 0; kp_r < kp_mc; ++kp_r) {");
       out_.line(in + 1, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r;");
-      out_.line(in + 1, "float* const kp_to = kp_a + (kp_r / " + panel + ") * " + panel +
-                            " * kp_kc + kp_r % " + panel + ";");
+      out_.line(in + 1, "float* const kp_to = kp_a + kp_r * kp_kc;");
       for (ScalarId id : plan_.row_nodes) {
         if (in_row_scope(id)) out_.node(id, in + 1);
       }
@@ -203,11 +206,12 @@ class Emitter {
       for (ScalarId id : plan_.row_nodes) {
         if (!in_row_scope(id)) out_.node(id, in + 2);
       }
-      out_.line(in + 2, "kp_to[kp_q * " + panel + "] = " + read(plan_.row_factor) + ";");
+      out_.line(in + 2, "kp_to[kp_q] = " + packed(plan_.row_factor) + ";");
       out_.line(in + 1, "}");
       out_.line(in, "}");
       return;
     }
+    out_.line(in, "// a's block, [row panel][k][" + panel + "]");
     out_.line(in, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
     out_.line(in + 1, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
     out_.line(in + 1, "for (kiln_i64 kp_r0 = 0; kp_r0 < kp_mc; kp_r0 += " + panel + ") {");
@@ -217,7 +221,7 @@ class Emitter {
                           ", kp_mc - kp_r0); ++kp_r) {");
     out_.line(in + 3, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r0 + kp_r;");
     for (ScalarId id : plan_.row_nodes) out_.node(id, in + 3);
-    out_.line(in + 3, "kp_to[kp_r] = " + read(plan_.row_factor) + ";");
+    out_.line(in + 3, "kp_to[kp_r] = " + packed(plan_.row_factor) + ";");
     out_.line(in + 2, "}");
     out_.line(in + 1, "}");
     out_.line(in, "}");
@@ -243,7 +247,7 @@ class Emitter {
       for (ScalarId id : plan_.column_nodes) {
         if (!in_column_scope(id)) out_.node(id, in + 3);
       }
-      out_.line(in + 3, "kp_panel[kp_q * " + panel + " + kp_c] = " + read(plan_.column_factor) +
+      out_.line(in + 3, "kp_panel[kp_q * " + panel + " + kp_c] = " + packed(plan_.column_factor) +
                             ";");
       out_.line(in + 2, "}");
       out_.line(in + 1, "}");
@@ -251,16 +255,27 @@ class Emitter {
       out_.line(in + 2, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel + "; ++kp_c) kp_panel[kp_q * " +
                             panel + " + kp_c] = 0.0f;");
     } else {
-      out_.line(in + 1, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
-      out_.line(in + 2, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
-      out_.line(in + 2, "float* const kp_to = kp_panel + kp_q * " + panel + ";");
-      out_.line(in + 2, "#pragma omp simd");
-      out_.line(in + 2, "for (kiln_i64 kp_c = 0; kp_c < kp_cn; ++kp_c) {");
-      out_.line(in + 3, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
-      for (ScalarId id : plan_.column_nodes) out_.node(id, in + 3);
-      out_.line(in + 3, "kp_to[kp_c] = " + read(plan_.column_factor) + ";");
-      out_.line(in + 2, "}");
-      out_.line(in + 2, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel + "; ++kp_c) kp_to[kp_c] = 0.0f;");
+      // A whole panel in loops of a constant trip count (they vectorize), a ragged one padded.
+      auto copy = [&](std::size_t at, const std::string& count) {
+        out_.line(at, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
+        out_.line(at + 1, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
+        out_.line(at + 1, "float* const kp_to = kp_panel + kp_q * " + panel + ";");
+        out_.line(at + 1, "#pragma omp simd");
+        out_.line(at + 1, "for (kiln_i64 kp_c = 0; kp_c < " + count + "; ++kp_c) {");
+        out_.line(at + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
+        for (ScalarId id : plan_.column_nodes) out_.node(id, at + 2);
+        out_.line(at + 2, "kp_to[kp_c] = " + packed(plan_.column_factor) + ";");
+        out_.line(at + 1, "}");
+        if (count != panel) {
+          out_.line(at + 1, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel +
+                                "; ++kp_c) kp_to[kp_c] = 0.0f;");
+        }
+        out_.line(at, "}");
+      };
+      out_.line(in + 1, "if (kp_cn == " + panel + ") {");
+      copy(in + 2, panel);
+      out_.line(in + 1, "} else {");
+      copy(in + 2, "kp_cn");
       out_.line(in + 1, "}");
     }
     out_.line(in, "}");
@@ -286,8 +301,9 @@ class Emitter {
     out_.rename(plan_.reduce, "");
   }
 
-  // A factor's value as C: a node's variable, or the text of a constant or a renamed node.
-  std::string read(ScalarId id) const { return out_.value(id); }
+  // A factor's value as packed. Plus 0 (which changes no sum: -0 becomes +0, and the sums
+  // start at +0) so that a pack is not a plain copy, which GCC turns into `rep movs` per row.
+  std::string packed(ScalarId id) const { return "(" + out_.value(id) + " + 0.0f)"; }
 
   const Body& body_;
   const NodeHomes& homes_;
@@ -305,12 +321,12 @@ void emit_tiled_product(const Body& body, const NodeHomes& homes, const TiledPro
 
 const std::string& tiled_product_prelude() {
   // kiln_tile: R rows by 16 V columns of sums in R x V vectors over kc steps of packed
-  // operands, a [kc][MR] and b [kc][16 V]; c the block's sums (leading dim ldc), from zero
-  // where `first`. kiln_tiles: the tiles of a packed block, rows [0, m) by columns [0, n), the
+  // operands, a [kc][MR] (or [R][kc] where ROWS_BY_K) and b [kc][16 V]; c the block's sums
+  // (leading dim ldc), from zero where `first`. kiln_tiles: the tiles of a packed block, rows [0, m) by columns [0, n), the
   // last row panel ragged (a tile of its rows), the last column panel padded.
   static const std::string text = [] {
     std::string t = R"(// Tiled products (tiled_product.hpp).
-template <int R, int V, int MR>
+template <int R, int V, int MR, int ROWS_BY_K>
 static inline __attribute__((always_inline)) void kiln_tile(const float* __restrict a,
     const float* __restrict b, kiln_i64 kc, float* __restrict c, kiln_i64 ldc, int first) {
   kiln_f32x16 s[R][V];
@@ -332,7 +348,7 @@ static inline __attribute__((always_inline)) void kiln_tile(const float* __restr
     for (int v = 0; v < V; ++v) __builtin_memcpy(&x[v], b + k * 16 * V + 16 * v, sizeof x[v]);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const float e = a[k * MR + r];
+      const float e = ROWS_BY_K ? a[r * kc + k] : a[k * MR + r];
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) s[r][v] += x[v] * e;
     }
@@ -343,7 +359,7 @@ static inline __attribute__((always_inline)) void kiln_tile(const float* __restr
     for (int v = 0; v < V; ++v) __builtin_memcpy(c + r * ldc + 16 * v, &s[r][v], sizeof s[r][v]);
   }
 }
-template <int MR, int V>
+template <int MR, int V, int ROWS_BY_K>
 static inline void kiln_tiles(const float* a, const float* b, kiln_i64 kc, kiln_i64 m,
                               kiln_i64 n, float* c, kiln_i64 ldc, int first) {
   for (kiln_i64 j = 0; j < n; j += 16 * V) {
@@ -354,7 +370,7 @@ static inline void kiln_tiles(const float* a, const float* b, kiln_i64 kc, kiln_
       switch (m - i < MR ? m - i : MR) {
 )";
     for (std::int64_t r = kPanelRows; r >= 1; --r) {
-      t += "        case " + num(r) + ": kiln_tile<" + num(r) + ", V, MR>(ap, bp, kc, cp, ldc, first); break;\n";
+      t += "        case " + num(r) + ": kiln_tile<" + num(r) + ", V, MR, ROWS_BY_K>(ap, bp, kc, cp, ldc, first); break;\n";
     }
     t += R"(      }
     }
