@@ -9,13 +9,15 @@
 // core: the steadier number on a loaded machine):
 //   tiled_product N <n> tiled_ms <t> openblas_ms <t> ratio <r> tiled_cpu_ms <t> openblas_cpu_ms
 //     <t> cpu_ratio <r> max_rel_err <e>
-//   tiled_product [threads (0: every core)] [runs (5)] [N ...] (512 1024 2048)
+//   tiled_product [threads (0: every core)] [runs (5)] [nn|nt (nn)] [N ...] (512 1024 2048)
+// nt: b stored [N, k] (a Linear layer's weights), the gemm call's trans_b.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <time.h>
 #include <vector>
 
@@ -30,7 +32,7 @@ using namespace kiln;
 namespace {
 
 // The fused matmul's Body at a constant size, as the search renders it.
-graph::Body product_body(long long n) {
+graph::Body product_body(long long n, bool transposed_b) {
   using graph::Expr;
   const graph::DType f = graph::DType::F32;
   graph::BodyBuilder b({f, f});
@@ -38,7 +40,7 @@ graph::Body product_body(long long n) {
   const std::string r = b.reduce_var();
   const Expr k = Expr::dim(r);
   const graph::ScalarId product =
-      b.binary(graph::ScalarOp::Mul, b.load(0, i * n + k), b.load(1, k * n + j));
+      b.binary(graph::ScalarOp::Mul, b.load(0, i * n + k), b.load(1, transposed_b ? j * n + k : k * n + j));
   return b.finish(b.reduce(b.sum_monoid(f), r, n, {product}, f), n * n, i * n + j);
 }
 
@@ -74,16 +76,18 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const std::string layout = argc > 3 ? argv[3] : "nn";
+  const bool transposed_b = layout == "nt";
   std::vector<long long> sizes;
-  for (int a = 3; a < argc; ++a) sizes.push_back(std::atoll(argv[a]));
+  for (int a = 4; a < argc; ++a) sizes.push_back(std::atoll(argv[a]));
   if (sizes.empty()) sizes = {512, 1024, 2048};
-  if (threads < 0 || runs < 1 ||
+  if (threads < 0 || runs < 1 || (layout != "nn" && layout != "nt") ||
       std::any_of(sizes.begin(), sizes.end(), [](long long s) { return s < 1; })) {
-    std::fprintf(stderr, "usage: tiled_product [threads >= 0] [runs >= 1] [N >= 1 ...]\n");
+    std::fprintf(stderr, "usage: tiled_product [threads >= 0] [runs >= 1] [nn|nt] [N >= 1 ...]\n");
     return 2;
   }
   std::vector<targets::cpu::KernelSource> sources;
-  for (long long n : sizes) sources.push_back(targets::cpu::render_kernel(product_body(n)));
+  for (long long n : sizes) sources.push_back(targets::cpu::render_kernel(product_body(n, transposed_b)));
   targets::cpu::JitCompiler jit;
   targets::cpu::load_thread_pool(jit);
   targets::cpu::set_threads(threads);
@@ -105,7 +109,8 @@ int main(int argc, char** argv) {
     runtime::LibraryCall call;
     call.op = "gemm";
     call.dtype = graph::DType::F32;
-    call.params = {{"m", graph::Expr(n)}, {"n", graph::Expr(n)}, {"k", graph::Expr(n)}};
+    call.params = {{"m", graph::Expr(n)}, {"n", graph::Expr(n)}, {"k", graph::Expr(n)},
+                   {"trans_b", graph::Expr(transposed_b ? 1 : 0)}};
     // Alternating, so that both see the same machine; the first round warms up.
     std::vector<double> times, cpu_times, peer_times, peer_cpu_times;
     for (int run = 0; run <= runs; ++run) {
@@ -123,7 +128,8 @@ int main(int argc, char** argv) {
       const long long i = at(rng), j = at(rng);
       double sum = 0.0, magnitude = 0.0;
       for (long long k = 0; k < n; ++k) {
-        const double term = double(a[std::size_t(i * n + k)]) * double(b[std::size_t(k * n + j)]);
+        const double term = double(a[std::size_t(i * n + k)]) *
+                            double(b[std::size_t(transposed_b ? j * n + k : k * n + j)]);
         sum += term;
         magnitude += std::fabs(term);
       }

@@ -130,8 +130,8 @@ class Emitter {
     out_.line(indent, "const kiln_i64 kp_m = " + out_.index(loops_[batch].extent) +
                           ", kp_n = " + out_.index(loops_.back().extent) +
                           ", kp_k = " + out_.index(s.extent) + ";");
-    out_.line(indent, "const kiln_i64 kp_mb = (kp_m + " + num(kTileRows - 1) + ") / " +
-                          num(kTileRows) + ", kp_nb = (kp_n + " + num(kTileColumns - 1) + ") / " +
+    out_.line(indent, "const kiln_i64 kp_mb = (kp_m + " + num(kTaskRows - 1) + ") / " +
+                          num(kTaskRows) + ", kp_nb = (kp_n + " + num(kTileColumns - 1) + ") / " +
                           num(kTileColumns) + ";");
     Expr trips = 1;
     for (std::size_t k = 0; k < batch; ++k) trips = trips * loops_[k].extent;
@@ -155,26 +155,30 @@ class Emitter {
     for (std::size_t scope = 1; scope <= batch; ++scope) {
       for (ScalarId id : homes_.homed(scope)) out_.node(id, in);
     }
-    out_.line(in, "const kiln_i64 kp_i0 = kp_ib * " + num(kTileRows) + ", kp_j0 = kp_jb * " +
+    out_.line(in, "const kiln_i64 kp_i0 = kp_ib * " + num(kTaskRows) + ", kp_j0 = kp_jb * " +
                       num(kTileColumns) + ";");
-    out_.line(in, "const kiln_i64 kp_mc = kiln_imin(" + num(kTileRows) + ", kp_m - kp_i0), kp_nc = "
+    out_.line(in, "const kiln_i64 kp_mt = kiln_imin(" + num(kTaskRows) + ", kp_m - kp_i0), kp_nc = "
                   "kiln_imin(" + num(kTileColumns) + ", kp_n - kp_j0);");
     out_.line(in, "float kp_a[" + num(kTileRows * kTileDepth) + "] __attribute__((aligned(64)));");
     out_.line(in, "float kp_b[" + num(kTileDepth * kTileColumns) +
                       "] __attribute__((aligned(64)));");
-    out_.line(in, "float kp_s[" + num(kTileRows * kTileColumns) +
+    out_.line(in, "float kp_s[" + num(kTaskRows * kTileColumns) +
                       "] __attribute__((aligned(64)));");
     // One pass when k is empty: the sums are then the identity, 0.
     out_.line(in, "for (kiln_i64 kp_p = 0; kp_p == 0 || kp_p < kp_k; kp_p += " + num(kTileDepth) +
                       ") {");
     out_.line(in + 1, "const kiln_i64 kp_kc = kiln_imax(0, kiln_imin(" + num(kTileDepth) +
                           ", kp_k - kp_p));");
-    pack_rows(in + 1);
     pack_columns(in + 1);
-    out_.line(in + 1, "kiln_tiles<" + num(kPanelRows) + ", " + num(kPanelColumns / 16) + ", " +
+    // b's block serves every block of rows of the task.
+    out_.line(in + 1, "for (kiln_i64 kp_h = 0; kp_h < kp_mt; kp_h += " + num(kTileRows) + ") {");
+    out_.line(in + 2, "const kiln_i64 kp_mc = kiln_imin(" + num(kTileRows) + ", kp_mt - kp_h);");
+    pack_rows(in + 2);
+    out_.line(in + 2, "kiln_tiles<" + num(kPanelRows) + ", " + num(kPanelColumns / 16) + ", " +
                           (plan_.row_factor_along_k ? "1" : "0") +
-                          ">(kp_a, kp_b, kp_kc, kp_mc, kp_nc, kp_s, " + num(kTileColumns) +
-                          ", kp_p == 0);");
+                          ">(kp_a, kp_b, kp_kc, kp_mc, kp_nc, kp_s + kp_h * " +
+                          num(kTileColumns) + ", " + num(kTileColumns) + ", kp_p == 0);");
+    out_.line(in + 1, "}");
     out_.line(in, "}");
     epilogue(in);
     out_.line(in - 1, "}");
@@ -195,7 +199,7 @@ class Emitter {
     if (plan_.row_factor_along_k) {
       out_.line(in, "// a's block, [row][k]");
       out_.line(in, "for (kiln_i64 kp_r = 0; kp_r < kp_mc; ++kp_r) {");
-      out_.line(in + 1, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r;");
+      out_.line(in + 1, "const kiln_i64 " + row_var() + " = kp_i0 + kp_h + kp_r;");
       out_.line(in + 1, "float* const kp_to = kp_a + kp_r * kp_kc;");
       for (ScalarId id : plan_.row_nodes) {
         if (in_row_scope(id)) out_.node(id, in + 1);
@@ -219,7 +223,7 @@ class Emitter {
     out_.line(in + 2, "#pragma omp simd");
     out_.line(in + 2, "for (kiln_i64 kp_r = 0; kp_r < kiln_imin(" + panel +
                           ", kp_mc - kp_r0); ++kp_r) {");
-    out_.line(in + 3, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r0 + kp_r;");
+    out_.line(in + 3, "const kiln_i64 " + row_var() + " = kp_i0 + kp_h + kp_r0 + kp_r;");
     for (ScalarId id : plan_.row_nodes) out_.node(id, in + 3);
     out_.line(in + 3, "kp_to[kp_r] = " + packed(plan_.row_factor) + ";");
     out_.line(in + 2, "}");
@@ -284,7 +288,7 @@ class Emitter {
   // The value after the sum and the store, for each element of the block.
   void epilogue(std::size_t in) {
     out_.rename(plan_.reduce, "kp_s[kp_r * " + num(kTileColumns) + " + kp_c]");
-    out_.line(in, "for (kiln_i64 kp_r = 0; kp_r < kp_mc; ++kp_r) {");
+    out_.line(in, "for (kiln_i64 kp_r = 0; kp_r < kp_mt; ++kp_r) {");
     out_.line(in + 1, "const kiln_i64 " + row_var() + " = kp_i0 + kp_r;");
     for (ScalarId id : plan_.epilogue) {
       if (in_row_scope(id)) out_.node(id, in + 1);

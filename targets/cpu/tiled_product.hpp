@@ -36,9 +36,11 @@ namespace kiln::targets::cpu {
 // Rows and columns of the micro-kernel's tile of sums (columns a multiple of 16).
 constexpr std::int64_t kPanelRows = 8;
 constexpr std::int64_t kPanelColumns = 32;
-// The blocks: rows and columns of C per task of a thread, steps of k per packed block.
-constexpr std::int64_t kTileRows = 96;
+// The blocks: rows and columns of C per task of a thread (its sums on the thread's stack), rows
+// of a per packed block, steps of k per packed block.
+constexpr std::int64_t kTaskRows = 384;
 constexpr std::int64_t kTileColumns = 256;
+constexpr std::int64_t kTileRows = 96;
 constexpr std::int64_t kTileDepth = 256;
 
 struct TiledProduct {

@@ -157,10 +157,10 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
     std::int64_t batches, m, n, k;
   };
   // Ragged everywhere: single elements, below a panel, past a panel, past a block of rows
-  // (96), of columns (256) and of k (256), an empty k.
-  const std::vector<Size> sizes = {{1, 1, 1, 1},  {2, 7, 33, 100}, {3, 33, 7, 9},
-                                   {2, 100, 40, 7}, {1, 97, 17, 260}, {1, 9, 257, 30},
-                                   {2, 5, 3, 0}};
+  // (96), of a task's rows (384), of columns (256) and of k (256), an empty k.
+  const std::vector<Size> sizes = {{1, 1, 1, 1},     {2, 7, 33, 100}, {3, 33, 7, 9},
+                                   {2, 100, 40, 7},  {1, 97, 17, 260}, {1, 400, 9, 20},
+                                   {1, 9, 257, 30},  {2, 5, 3, 0}};
   std::mt19937 rng(5);
   for (std::size_t s = 0; s < shapes.size(); ++s) {
     REQUIRE(kernels[s].fn != nullptr);
