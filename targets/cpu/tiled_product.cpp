@@ -130,13 +130,15 @@ class Emitter {
     out_.line(indent, "const kiln_i64 kp_m = " + out_.index(loops_[batch].extent) +
                           ", kp_n = " + out_.index(loops_.back().extent) +
                           ", kp_k = " + out_.index(s.extent) + ";");
-    out_.line(indent, "const kiln_i64 kp_mb = (kp_m + " + num(kTaskRows - 1) + ") / " +
-                          num(kTaskRows) + ", kp_nb = (kp_n + " + num(kTileColumns - 1) + ") / " +
-                          num(kTileColumns) + ";");
     Expr trips = 1;
     for (std::size_t k = 0; k < batch; ++k) trips = trips * loops_[k].extent;
     const Expr work = graph::simplify(trips * loops_[batch].extent * loops_.back().extent *
                                       s.extent);
+    out_.line(indent, "const kiln_tile_tasks kp_t = kiln_split_tiles(" +
+                          out_.index(graph::simplify(trips)) + ", kp_m, kp_n, " +
+                          num(kTaskRows) + ", " + num(kTileColumns) + ", " + num(kPanelRows) +
+                          ", " + num(kPanelColumns) + ");");
+    out_.line(indent, "const kiln_i64 kp_mb = kp_t.row_tasks, kp_nb = kp_t.column_tasks;");
     out_.line(indent, "#pragma omp parallel for collapse(" + num(static_cast<std::int64_t>(batch) + 2) +
                           ") schedule(static) if(" + out_.index(graph::simplify(trips)) +
                           " * kp_mb * kp_nb > 1 && " + out_.index(work) +
@@ -155,10 +157,9 @@ class Emitter {
     for (std::size_t scope = 1; scope <= batch; ++scope) {
       for (ScalarId id : homes_.homed(scope)) out_.node(id, in);
     }
-    out_.line(in, "const kiln_i64 kp_i0 = kp_ib * " + num(kTaskRows) + ", kp_j0 = kp_jb * " +
-                      num(kTileColumns) + ";");
-    out_.line(in, "const kiln_i64 kp_mt = kiln_imin(" + num(kTaskRows) + ", kp_m - kp_i0), kp_nc = "
-                  "kiln_imin(" + num(kTileColumns) + ", kp_n - kp_j0);");
+    out_.line(in, "const kiln_i64 kp_i0 = kp_ib * kp_t.rows, kp_j0 = kp_jb * kp_t.columns;");
+    out_.line(in, "const kiln_i64 kp_mt = kiln_imin(kp_t.rows, kp_m - kp_i0), kp_nc = "
+                  "kiln_imin(kp_t.columns, kp_n - kp_j0);");
     out_.line(in, "float kp_a[" + num(kTileRows * kTileDepth) + "] __attribute__((aligned(64)));");
     out_.line(in, "float kp_b[" + num(kTileDepth * kTileColumns) +
                       "] __attribute__((aligned(64)));");
@@ -362,6 +363,34 @@ static inline __attribute__((always_inline)) void kiln_tile(const float* __restr
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) __builtin_memcpy(c + r * ldc + 16 * v, &s[r][v], sizeof s[r][v]);
   }
+}
+// The tasks of a tiled product: blocks of near-equal rows and columns (multiples of row_step
+// and column_step, at most max_rows and max_columns), at least as many as the threads where
+// the rows allow, and a multiple of the threads where they are few (static shares even).
+// (OpenMP's omp_get_max_threads, under a name of its own: omp.h may follow with its own
+// declaration.)
+extern "C" int kiln_omp_max_threads(void) __asm__("omp_get_max_threads");
+struct kiln_tile_tasks { kiln_i64 rows, row_tasks, columns, column_tasks; };
+static inline kiln_tile_tasks kiln_split_tiles(kiln_i64 batches, kiln_i64 m, kiln_i64 n,
+    kiln_i64 max_rows, kiln_i64 max_columns, kiln_i64 row_step, kiln_i64 column_step) {
+  if (m <= 0 || n <= 0 || batches <= 0) return kiln_tile_tasks{1, 0, 1, 0};
+  const kiln_i64 threads = kiln_omp_max_threads();
+  kiln_i64 column_tasks = (n + max_columns - 1) / max_columns;
+  const kiln_i64 columns = ((n + column_tasks - 1) / column_tasks + column_step - 1) /
+                           column_step * column_step;
+  column_tasks = (n + columns - 1) / columns;
+  const kiln_i64 most = (m + row_step - 1) / row_step;  // row tasks of one step each
+  kiln_i64 row_tasks = (m + max_rows - 1) / max_rows;
+  const kiln_i64 others = batches * column_tasks;
+  if (others * row_tasks < threads) row_tasks = (threads + others - 1) / others;
+  if (others * row_tasks < 8 * threads) {
+    for (kiln_i64 k = row_tasks; k <= row_tasks + threads; ++k) {
+      if ((others * k) % threads == 0) { row_tasks = k; break; }
+    }
+  }
+  row_tasks = kiln_imin(row_tasks, most);
+  const kiln_i64 rows = ((m + row_tasks - 1) / row_tasks + row_step - 1) / row_step * row_step;
+  return kiln_tile_tasks{rows, (m + rows - 1) / rows, columns, column_tasks};
 }
 template <int MR, int V, int ROWS_BY_K>
 static inline void kiln_tiles(const float* a, const float* b, kiln_i64 kc, kiln_i64 m,
