@@ -4,8 +4,11 @@
 // recognized, rendered as register-blocked products, and agree with the Body interpreter at
 // ragged sizes (1, 7, 33, 100, past a block of rows, columns and k) on one and two threads;
 // f64 and f16 products and Bodies that are not products keep the plain form; the micro-kernel
-// runs on 16-float FMAs where the machine has AVX-512.
+// runs on 16-float FMAs where the machine has AVX-512, and the kernel, built for x86 levels
+// without it, still agrees.
 #include <catch2/catch.hpp>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -272,5 +275,51 @@ TEST_CASE("cpu tiled product: the micro-kernel runs on 16-float FMAs with AVX-51
   }
   CHECK(fmas >= static_cast<std::size_t>(targets::cpu::kPanelRows *
                                          targets::cpu::kPanelColumns / 16));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cpu tiled product: compiled for x86 levels without AVX-512, it still agrees",
+          "[cpu][tiled-product]") {
+  // The JIT compiles for the machine it runs on (-march=native); the 16-float vectors are then
+  // two AVX2 registers, or four SSE ones. Built here for those levels (which this machine also
+  // runs), the kernel agrees with the interpreter.
+  const ProductShape shape{"epilogue, transposed a", true, false, true, false, true};
+  const Body body = product_body(shape);
+  const targets::cpu::KernelSource source = targets::cpu::render_kernel(body);
+  REQUIRE(contains(source.code, "kiln_tiles<"));
+  std::mt19937 rng(9);
+  const kiln::testing::BodyCase c = product_case(shape, body, 2, 37, 45, 70, rng);
+  const std::vector<double> expected = kiln::testing::expected_output(c);
+  const auto dir = fresh_dir("tiled-product-levels");
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "product.cpp");
+    out << targets::cpu::cpu_prelude() << source.code;
+  }
+  std::string flags = targets::cpu::JitCompiler::flags();
+  const std::string native = "-march=native";
+  REQUIRE(flags.find(native) != std::string::npos);
+  for (const std::string level : {"x86-64-v3", "x86-64"}) {
+    const std::string library = (dir / (level + ".so")).string();
+    std::string level_flags = flags;
+    level_flags.replace(level_flags.find(native), native.size(), "-march=" + level);
+    const std::string command = "g++ " + level_flags + " " + (dir / "product.cpp").string() +
+                                " -o " + library + " 2>&1";
+    INFO(level);
+    REQUIRE(std::system(command.c_str()) == 0);
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    targets::cpu::CompiledKernel kernel;
+    kernel.fn = reinterpret_cast<decltype(kernel.fn)>(dlsym(handle, source.symbol.c_str()));
+    REQUIRE(kernel.fn != nullptr);
+    const std::vector<double> got = run(kernel, source, c);
+    REQUIRE(got.size() == expected.size());
+    std::size_t wrong = 0;
+    for (std::size_t e = 0; e < got.size(); ++e) {
+      wrong += !(std::fabs(got[e] - expected[e]) <= 1e-4 * (1.0 + std::fabs(expected[e])));
+    }
+    CHECK(wrong == 0);
+    dlclose(handle);
+  }
   std::filesystem::remove_all(dir);
 }
