@@ -94,6 +94,14 @@ std::optional<TiledProduct> plan_tiled_product(const Body& body, const NodeHomes
     return std::nullopt;
   }
   plan.row_factor_along_k = steps_by_one(nodes, plan.row_factor, s.var);
+  const Scalar& load = nodes[plan.row_factor];
+  if (plan.row_factor_along_k && load.op == ScalarOp::Load && load.args.empty() &&
+      load.valid == Expr(1) && load.dtype == graph::DType::F32 &&
+      body.inputs()[load.slot] == graph::DType::F32) {
+    const Expr stride = graph::simplify(
+        graph::substitute(load.index, {{row, Expr::dim(row) + 1}}) - load.index);
+    if (!homes.mentions_loop_var(stride)) plan.row_stride = stride;
+  }
   plan.column_factor_along_k = !steps_by_one(nodes, plan.column_factor, column) &&
                                steps_by_one(nodes, plan.column_factor, s.var);
   plan.row_nodes = factor_nodes(body, homes, plan.row_factor);
@@ -174,11 +182,23 @@ class Emitter {
     // b's block serves every block of rows of the task.
     out_.line(in + 1, "for (kiln_i64 kp_h = 0; kp_h < kp_mt; kp_h += " + num(kTileRows) + ") {");
     out_.line(in + 2, "const kiln_i64 kp_mc = kiln_imin(" + num(kTileRows) + ", kp_mt - kp_h);");
-    pack_rows(in + 2);
+    std::string a = "kp_a", lda = "kp_kc";
+    if (plan_.row_stride) {
+      // a read where it is: its element at the block's first row and step of k.
+      const Scalar& load = body_.scalar(plan_.row_factor);
+      out_.line(in + 2, "const kiln_i64 " + row_var() + " = kp_i0 + kp_h, " + depth_var() +
+                            " = kp_p;");
+      out_.line(in + 2, "const float* const kp_ad = in" + num(static_cast<std::int64_t>(load.slot)) +
+                            " + " + out_.index(load.index) + ";");
+      a = "kp_ad";
+      lda = out_.index(*plan_.row_stride);
+    } else {
+      pack_rows(in + 2);
+    }
     out_.line(in + 2, "kiln_tiles<" + num(kPanelRows) + ", " + num(kPanelColumns / 16) + ", " +
-                          (plan_.row_factor_along_k ? "1" : "0") +
-                          ">(kp_a, kp_b, kp_kc, kp_mc, kp_nc, kp_s + kp_h * " +
-                          num(kTileColumns) + ", " + num(kTileColumns) + ", kp_p == 0);");
+                          (plan_.row_factor_along_k ? "1" : "0") + ">(" + a + ", " + lda +
+                          ", kp_b, kp_kc, kp_mc, kp_nc, kp_s + kp_h * " + num(kTileColumns) +
+                          ", " + num(kTileColumns) + ", kp_p == 0);");
     out_.line(in + 1, "}");
     out_.line(in, "}");
     epilogue(in);
@@ -233,14 +253,15 @@ class Emitter {
   }
 
   // b's block into kp_b: [column panel][k][kPanelColumns], the columns past the block's end 0
-  // (their sums are not stored).
+  // (their sums are not stored). Read along b's rows (k by k, across every panel: long runs
+  // for the prefetchers), else, where b is read along k (transposed), panel by panel.
   void pack_columns(std::size_t in) {
     const std::string panel = num(kPanelColumns);
     out_.line(in, "// b's block, [column panel][k][" + panel + "]");
-    out_.line(in, "for (kiln_i64 kp_c0 = 0; kp_c0 < kp_nc; kp_c0 += " + panel + ") {");
-    out_.line(in + 1, "const kiln_i64 kp_cn = kiln_imin(" + panel + ", kp_nc - kp_c0);");
-    out_.line(in + 1, "float* const kp_panel = kp_b + kp_c0 * kp_kc;");
     if (plan_.column_factor_along_k) {
+      out_.line(in, "for (kiln_i64 kp_c0 = 0; kp_c0 < kp_nc; kp_c0 += " + panel + ") {");
+      out_.line(in + 1, "const kiln_i64 kp_cn = kiln_imin(" + panel + ", kp_nc - kp_c0);");
+      out_.line(in + 1, "float* const kp_panel = kp_b + kp_c0 * kp_kc;");
       out_.line(in + 1, "for (kiln_i64 kp_c = 0; kp_c < kp_cn; ++kp_c) {");
       out_.line(in + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
       for (ScalarId id : plan_.column_nodes) {
@@ -252,37 +273,37 @@ class Emitter {
       for (ScalarId id : plan_.column_nodes) {
         if (!in_column_scope(id)) out_.node(id, in + 3);
       }
-      out_.line(in + 3, "kp_panel[kp_q * " + panel + " + kp_c] = " + packed(plan_.column_factor) +
-                            ";");
+      out_.line(in + 3, "kp_panel[kp_q * " + panel + " + kp_c] = " +
+                            packed(plan_.column_factor) + ";");
       out_.line(in + 2, "}");
       out_.line(in + 1, "}");
       out_.line(in + 1, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q)");
-      out_.line(in + 2, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel + "; ++kp_c) kp_panel[kp_q * " +
-                            panel + " + kp_c] = 0.0f;");
-    } else {
-      // A whole panel in loops of a constant trip count (they vectorize), a ragged one padded.
-      auto copy = [&](std::size_t at, const std::string& count) {
-        out_.line(at, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
-        out_.line(at + 1, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
-        out_.line(at + 1, "float* const kp_to = kp_panel + kp_q * " + panel + ";");
-        out_.line(at + 1, "#pragma omp simd");
-        out_.line(at + 1, "for (kiln_i64 kp_c = 0; kp_c < " + count + "; ++kp_c) {");
-        out_.line(at + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
-        for (ScalarId id : plan_.column_nodes) out_.node(id, at + 2);
-        out_.line(at + 2, "kp_to[kp_c] = " + packed(plan_.column_factor) + ";");
-        out_.line(at + 1, "}");
-        if (count != panel) {
-          out_.line(at + 1, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel +
-                                "; ++kp_c) kp_to[kp_c] = 0.0f;");
-        }
-        out_.line(at, "}");
-      };
-      out_.line(in + 1, "if (kp_cn == " + panel + ") {");
-      copy(in + 2, panel);
-      out_.line(in + 1, "} else {");
-      copy(in + 2, "kp_cn");
-      out_.line(in + 1, "}");
+      out_.line(in + 2, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel +
+                            "; ++kp_c) kp_panel[kp_q * " + panel + " + kp_c] = 0.0f;");
+      out_.line(in, "}");
+      return;
     }
+    // A whole panel in a loop of a constant trip count (it vectorizes), a ragged one padded.
+    auto copy = [&](std::size_t at, const std::string& count) {
+      out_.line(at, "#pragma omp simd");
+      out_.line(at, "for (kiln_i64 kp_c = 0; kp_c < " + count + "; ++kp_c) {");
+      out_.line(at + 1, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
+      for (ScalarId id : plan_.column_nodes) out_.node(id, at + 1);
+      out_.line(at + 1, "kp_to[kp_c] = " + packed(plan_.column_factor) + ";");
+      out_.line(at, "}");
+    };
+    out_.line(in, "for (kiln_i64 kp_q = 0; kp_q < kp_kc; ++kp_q) {");
+    out_.line(in + 1, "const kiln_i64 " + depth_var() + " = kp_p + kp_q;");
+    out_.line(in + 1, "for (kiln_i64 kp_c0 = 0; kp_c0 < kp_nc; kp_c0 += " + panel + ") {");
+    out_.line(in + 2, "const kiln_i64 kp_cn = kiln_imin(" + panel + ", kp_nc - kp_c0);");
+    out_.line(in + 2, "float* const kp_to = kp_b + kp_c0 * kp_kc + kp_q * " + panel + ";");
+    out_.line(in + 2, "if (kp_cn == " + panel + ") {");
+    copy(in + 3, panel);
+    out_.line(in + 2, "} else {");
+    copy(in + 3, "kp_cn");
+    out_.line(in + 3, "for (kiln_i64 kp_c = kp_cn; kp_c < " + panel + "; ++kp_c) kp_to[kp_c] = 0.0f;");
+    out_.line(in + 2, "}");
+    out_.line(in + 1, "}");
     out_.line(in, "}");
   }
 
@@ -326,14 +347,15 @@ void emit_tiled_product(const Body& body, const NodeHomes& homes, const TiledPro
 
 const std::string& tiled_product_prelude() {
   // kiln_tile: R rows by 16 V columns of sums in R x V vectors over kc steps of packed
-  // operands, a [kc][MR] (or [R][kc] where ROWS_BY_K) and b [kc][16 V]; c the block's sums
-  // (leading dim ldc), from zero where `first`. kiln_tiles: the tiles of a packed block, rows [0, m) by columns [0, n), the
+  // operands, a [kc][MR] (or rows lda apart where ROWS_BY_K) and b [kc][16 V]; c the block's
+  // sums (leading dim ldc), from zero where `first`. kiln_tiles: the tiles of a packed block, rows [0, m) by columns [0, n), the
   // last row panel ragged (a tile of its rows), the last column panel padded.
   static const std::string text = [] {
     std::string t = R"(// Tiled products (tiled_product.hpp).
 template <int R, int V, int MR, int ROWS_BY_K>
 static inline __attribute__((always_inline)) void kiln_tile(const float* __restrict a,
-    const float* __restrict b, kiln_i64 kc, float* __restrict c, kiln_i64 ldc, int first) {
+    kiln_i64 lda, const float* __restrict b, kiln_i64 kc, float* __restrict c, kiln_i64 ldc,
+    int first) {
   kiln_f32x16 s[R][V];
   const kiln_f32x16 zero = {};
 #pragma GCC unroll 16
@@ -353,7 +375,7 @@ static inline __attribute__((always_inline)) void kiln_tile(const float* __restr
     for (int v = 0; v < V; ++v) __builtin_memcpy(&x[v], b + k * 16 * V + 16 * v, sizeof x[v]);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const float e = ROWS_BY_K ? a[r * kc + k] : a[k * MR + r];
+      const float e = ROWS_BY_K ? a[r * lda + k] : a[k * MR + r];
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) s[r][v] += x[v] * e;
     }
@@ -393,17 +415,17 @@ static inline kiln_tile_tasks kiln_split_tiles(kiln_i64 batches, kiln_i64 m, kil
   return kiln_tile_tasks{rows, (m + rows - 1) / rows, columns, column_tasks};
 }
 template <int MR, int V, int ROWS_BY_K>
-static inline void kiln_tiles(const float* a, const float* b, kiln_i64 kc, kiln_i64 m,
-                              kiln_i64 n, float* c, kiln_i64 ldc, int first) {
+static inline void kiln_tiles(const float* a, kiln_i64 lda, const float* b, kiln_i64 kc,
+                              kiln_i64 m, kiln_i64 n, float* c, kiln_i64 ldc, int first) {
   for (kiln_i64 j = 0; j < n; j += 16 * V) {
     for (kiln_i64 i = 0; i < m; i += MR) {
-      const float* const ap = a + i * kc;
+      const float* const ap = a + i * (ROWS_BY_K ? lda : kc);
       const float* const bp = b + j * kc;
       float* const cp = c + i * ldc + j;
       switch (m - i < MR ? m - i : MR) {
 )";
     for (std::int64_t r = kPanelRows; r >= 1; --r) {
-      t += "        case " + num(r) + ": kiln_tile<" + num(r) + ", V, MR, ROWS_BY_K>(ap, bp, kc, cp, ldc, first); break;\n";
+      t += "        case " + num(r) + ": kiln_tile<" + num(r) + ", V, MR, ROWS_BY_K>(ap, lda, bp, kc, cp, ldc, first); break;\n";
     }
     t += R"(      }
     }

@@ -52,6 +52,9 @@ struct TiledProduct {
   // is packed along k, else along its own output loop.
   bool row_factor_along_k = false;
   bool column_factor_along_k = false;
+  // Where the row factor is one f32 load read along k (a row-major a): the distance between
+  // its rows. The micro-kernel then reads a where it is, unpacked.
+  std::optional<graph::Expr> row_stride;
   // The nodes each factor computes inside the rows' loop (by id; the batch loops' nodes are
   // computed outside the tiles), and the nodes of the value after the sum (the epilogue).
   std::vector<graph::ScalarId> row_nodes;

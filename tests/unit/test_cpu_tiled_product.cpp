@@ -151,6 +151,10 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
     INFO(sources.back().code);
     CHECK(contains(sources.back().code, "// tiled product of %") == expect_tiled);
     CHECK(contains(sources.back().code, "kiln_tiles<") == expect_tiled);
+    // A row-major f32 a is read where it is; a transposed or converted one is packed.
+    const bool direct = expect_tiled && !p.a_transposed && p.inputs == DType::F32;
+    CHECK(contains(sources.back().code, "const float* const kp_ad = in0 + ") == direct);
+    CHECK(contains(sources.back().code, "// a's block") == (expect_tiled && !direct));
   }
   const auto cache = fresh_dir("tiled-product");
   targets::cpu::JitCompiler jit(cache);
