@@ -43,6 +43,21 @@ std::vector<ScalarId> factor_nodes(const Body& body, const NodeHomes& homes, Sca
   return out;
 }
 
+// Where `factor` is one f32 load without a mask or a dynamic row, read along k: the distance
+// between its elements of consecutive `var` (free of the loops).
+std::optional<Expr> plain_load_stride(const Body& body, const NodeHomes& homes, ScalarId factor,
+                                      bool along_k, const std::string& var) {
+  const Scalar& load = body.scalar(factor);
+  if (!along_k || load.op != ScalarOp::Load || !load.args.empty() || !(load.valid == Expr(1)) ||
+      load.dtype != graph::DType::F32 || body.inputs()[load.slot] != graph::DType::F32) {
+    return std::nullopt;
+  }
+  const Expr stride =
+      graph::simplify(graph::substitute(load.index, {{var, Expr::dim(var) + 1}}) - load.index);
+  if (homes.mentions_loop_var(stride)) return std::nullopt;
+  return stride;
+}
+
 bool mentions(const std::set<std::string>& deps, const std::string& var) {
   return deps.count(var) != 0;
 }
@@ -94,16 +109,11 @@ std::optional<TiledProduct> plan_tiled_product(const Body& body, const NodeHomes
     return std::nullopt;
   }
   plan.row_factor_along_k = steps_by_one(nodes, plan.row_factor, s.var);
-  const Scalar& load = nodes[plan.row_factor];
-  if (plan.row_factor_along_k && load.op == ScalarOp::Load && load.args.empty() &&
-      load.valid == Expr(1) && load.dtype == graph::DType::F32 &&
-      body.inputs()[load.slot] == graph::DType::F32) {
-    const Expr stride = graph::simplify(
-        graph::substitute(load.index, {{row, Expr::dim(row) + 1}}) - load.index);
-    if (!homes.mentions_loop_var(stride)) plan.row_stride = stride;
-  }
   plan.column_factor_along_k = !steps_by_one(nodes, plan.column_factor, column) &&
                                steps_by_one(nodes, plan.column_factor, s.var);
+  plan.row_stride = plain_load_stride(body, homes, plan.row_factor, plan.row_factor_along_k, row);
+  plan.column_stride = plain_load_stride(body, homes, plan.column_factor,
+                                         plan.column_factor_along_k, column);
   plan.row_nodes = factor_nodes(body, homes, plan.row_factor);
   plan.column_nodes = factor_nodes(body, homes, plan.column_factor);
   // The epilogue: what the value reads in the rows' and columns' scopes, outside the sum.
@@ -262,6 +272,19 @@ class Emitter {
       out_.line(in, "for (kiln_i64 kp_c0 = 0; kp_c0 < kp_nc; kp_c0 += " + panel + ") {");
       out_.line(in + 1, "const kiln_i64 kp_cn = kiln_imin(" + panel + ", kp_nc - kp_c0);");
       out_.line(in + 1, "float* const kp_panel = kp_b + kp_c0 * kp_kc;");
+      if (plan_.column_stride) {
+        // A whole panel of a plain load: its columns transposed in registers.
+        const Scalar& load = body_.scalar(plan_.column_factor);
+        out_.line(in + 1, "if (kp_cn == " + panel + ") {");
+        out_.line(in + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0, " + depth_var() +
+                              " = kp_p;");
+        out_.line(in + 2, "kiln_transpose_panel<" + panel + ">(in" +
+                              num(static_cast<std::int64_t>(load.slot)) + " + " +
+                              out_.index(load.index) + ", " + out_.index(*plan_.column_stride) +
+                              ", kp_kc, kp_panel);");
+        out_.line(in + 2, "continue;");
+        out_.line(in + 1, "}");
+      }
       out_.line(in + 1, "for (kiln_i64 kp_c = 0; kp_c < kp_cn; ++kp_c) {");
       out_.line(in + 2, "const kiln_i64 " + column_var() + " = kp_j0 + kp_c0 + kp_c;");
       for (ScalarId id : plan_.column_nodes) {
@@ -386,6 +409,31 @@ static inline __attribute__((always_inline)) void kiln_tile(const float* __restr
     for (int v = 0; v < V; ++v) __builtin_memcpy(c + r * ldc + 16 * v, &s[r][v], sizeof s[r][v]);
   }
 }
+// A panel of a transposed b: dst[k * W + c] = src[c * lds + k] for c < W, k < kc; 16 x 16
+// blocks transposed in registers (four rounds of swapping off-diagonal blocks of 8, 4, 2, 1).
+typedef int kiln_i32x16 __attribute__((vector_size(64)));
+static inline __attribute__((always_inline)) void kiln_transpose16(const float* src,
+    kiln_i64 lds, float* dst, kiln_i64 ldd) {
+  kiln_f32x16 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) __builtin_memcpy(&r[i], src + i * lds, sizeof r[i]);
+@ROUNDS@
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) __builtin_memcpy(dst + i * ldd, &r[i], sizeof r[i]);
+}
+template <int W>
+static inline void kiln_transpose_panel(const float* src, kiln_i64 lds, kiln_i64 kc,
+                                        float* dst) {
+  kiln_i64 k = 0;
+  for (; k + 16 <= kc; k += 16) {
+    // The next blocks' lines, early: W columns are W streams, too many for the prefetchers.
+    for (int c = 0; c < W; ++c) __builtin_prefetch(src + c * lds + k + 64);
+    for (int c = 0; c < W; c += 16) kiln_transpose16(src + c * lds + k, lds, dst + k * W + c, W);
+  }
+  for (; k < kc; ++k) {
+    for (int c = 0; c < W; ++c) dst[k * W + c] = src[c * lds + k];
+  }
+}
 // The tasks of a tiled product: blocks of near-equal rows and columns (multiples of row_step
 // and column_step, at most max_rows and max_columns), at least as many as the threads where
 // the rows allow, and a multiple of the threads where they are few (static shares even).
@@ -432,6 +480,23 @@ static inline void kiln_tiles(const float* a, kiln_i64 lda, const float* b, kiln
   }
 }
 )";
+    // The rounds of kiln_transpose16: rows j and j + h (j & h == 0) swap their off-diagonal
+    // blocks of h elements.
+    std::string rounds;
+    for (int h = 8; h >= 1; h /= 2) {
+      std::string low, high;
+      for (int c = 0; c < 16; ++c) {
+        low += (c ? ", " : "") + std::to_string((c & h) == 0 ? c : 16 + c - h);
+        high += (c ? ", " : "") + std::to_string((c & h) == 0 ? c + h : 16 + c);
+      }
+      rounds += "  {\n    const kiln_i32x16 low = {" + low + "};\n    const kiln_i32x16 high = {" +
+                high + "};\n#pragma GCC unroll 16\n    for (int j = 0; j < 16; ++j) {\n" +
+                "      if (j & " + std::to_string(h) + ") continue;\n" +
+                "      const kiln_f32x16 a = r[j], b = r[j + " + std::to_string(h) + "];\n" +
+                "      r[j] = __builtin_shuffle(a, b, low);\n      r[j + " + std::to_string(h) +
+                "] = __builtin_shuffle(a, b, high);\n    }\n  }\n";
+    }
+    t.replace(t.find("@ROUNDS@\n"), std::string("@ROUNDS@\n").size(), rounds);
     return t;
   }();
   return text;

@@ -55,6 +55,9 @@ struct TiledProduct {
   // Where the row factor is one f32 load read along k (a row-major a): the distance between
   // its rows. The micro-kernel then reads a where it is, unpacked.
   std::optional<graph::Expr> row_stride;
+  // Where the column factor is one f32 load read along k (a transposed b): the distance
+  // between its columns. Its whole panels are then packed by 16 x 16 register transposes.
+  std::optional<graph::Expr> column_stride;
   // The nodes each factor computes inside the rows' loop (by id; the batch loops' nodes are
   // computed outside the tiles), and the nodes of the value after the sum (the epilogue).
   std::vector<graph::ScalarId> row_nodes;

@@ -155,6 +155,9 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
     const bool direct = expect_tiled && !p.a_transposed && p.inputs == DType::F32;
     CHECK(contains(sources.back().code, "const float* const kp_ad = in0 + ") == direct);
     CHECK(contains(sources.back().code, "// a's block") == (expect_tiled && !direct));
+    // A transposed f32 b's whole panels go through register transposes.
+    CHECK(contains(sources.back().code, "kiln_transpose_panel<") ==
+          (expect_tiled && p.b_transposed && p.inputs == DType::F32));
   }
   const auto cache = fresh_dir("tiled-product");
   targets::cpu::JitCompiler jit(cache);
