@@ -3,23 +3,31 @@
 // the graph writes a matmul: a broadcast multiply, then a sum) is rendered as a register-blocked
 // matrix product, the way BLAS libraries compute one (codegen.cpp emits the rest of the kernel).
 //
-// For each batch entry (the output loops outside i and j), block of kTileRows rows and block of
-// kTileColumns columns (the blocks shared among the threads):
+// The threads share tasks: a batch entry (the output loops outside i and j), a block of at
+// most kTaskRows rows and one of at most kTileColumns columns (near-equal blocks, at least as
+// many tasks as threads where the rows allow: kiln_split_tiles in the prelude). A task:
 //
 //   for each block of kTileDepth steps of k {
-//     pack a's block [row panel][k][kPanelRows]   (the factor computed: casts, masks, views)
-//     pack b's block [column panel][k][kPanelColumns], the columns past the end clamped
-//     for each column panel { for each row panel { micro-kernel } }
+//     pack b's block [column panel][k][kPanelColumns]  (the factor computed: casts, masks,
+//         views; a transposed f32 b's whole panels by 16 x 16 register transposes; the last
+//         panel padded with 0)
+//     for each kTileRows rows of the task {
+//       pack a's block, [row][k] or [row panel][k][kPanelRows] (a row-major f32 a: not packed,
+//           read where it is)
+//       for each column panel { for each row panel { micro-kernel } }
+//     }
 //   }
-//   the epilogue (what the value computes from the sum) and the store, per element of the block
+//   the epilogue (what the value computes from the sum) and the store, per element of the task
 //
 // The micro-kernel (tiled_product_prelude) holds kPanelRows x kPanelColumns sums in vector
 // registers (16 floats each: zmm on AVX-512) and, per step of k, loads the column panel's
-// vectors once and adds each row's element, broadcast, times them (FMAs). A column panel of b
-// (kTileDepth x kPanelColumns floats) stays in L1 while every row panel of the block passes
-// over it; a's block stays in L2. Sums carry across blocks of k in an array of the block.
+// vectors once and adds each row's element, broadcast, times them (FMAs); a ragged row panel
+// runs a tile of its own rows. A column panel of b (kTileDepth x kPanelColumns floats) stays
+// in L1 while the row panels pass over it; a's block stays in L2. The sums carry across blocks
+// of k in an array of the task, on the thread's stack with the packs (736 KB).
 // Products in f32 only (FMAs reorder nothing but round each step once: within the tolerance of
-// a vectorized sum); f64 and f16 products keep the plain form.
+// a vectorized sum); f64 and f16 products keep the plain form. The vectors are GCC's vector
+// extension: the JIT's -march=native makes them two AVX2 or four SSE registers elsewhere.
 #pragma once
 
 #include <cstddef>
