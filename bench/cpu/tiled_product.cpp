@@ -9,8 +9,9 @@
 // core: the steadier number on a loaded machine):
 //   tiled_product N <n> tiled_ms <t> openblas_ms <t> ratio <r> tiled_cpu_ms <t> openblas_cpu_ms
 //     <t> cpu_ratio <r> max_rel_err <e>
-//   tiled_product [threads (0: every core)] [runs (5)] [nn|nt (nn)] [N ...] (512 1024 2048)
-// nt: b stored [N, k] (a Linear layer's weights), the gemm call's trans_b.
+//   tiled_product [threads (0: every core)] [runs (5)] [nn|nt[-cold] (nn)] [N ...] (512 1024 2048)
+// nt: b stored [N, k] (a Linear layer's weights), the gemm call's trans_b; -cold: 8 sets of
+// operands, one per run in turn (as the search measures).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,13 +78,18 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
   const std::string layout = argc > 3 ? argv[3] : "nn";
-  const bool transposed_b = layout == "nt";
+  const bool transposed_b = layout.rfind("nt", 0) == 0;
+  // -cold: 8 sets of inputs and outputs, one per run in turn, as the search's measurements
+  // rotate them (each run then reads its operands from L3 or memory).
+  const bool cold = layout.size() > 2 && layout.substr(2) == "-cold";
   std::vector<long long> sizes;
   for (int a = 4; a < argc; ++a) sizes.push_back(std::atoll(argv[a]));
   if (sizes.empty()) sizes = {512, 1024, 2048};
-  if (threads < 0 || runs < 1 || (layout != "nn" && layout != "nt") ||
+  if (threads < 0 || runs < 1 ||
+      (layout.substr(0, 2) != "nn" && layout.substr(0, 2) != "nt") ||
+      (layout.size() > 2 && !cold) ||
       std::any_of(sizes.begin(), sizes.end(), [](long long s) { return s < 1; })) {
-    std::fprintf(stderr, "usage: tiled_product [threads >= 0] [runs >= 1] [nn|nt] [N >= 1 ...]\n");
+    std::fprintf(stderr, "usage: tiled_product [threads >= 0] [runs >= 1] [nn|nt[-cold]] [N >= 1 ...]\n");
     return 2;
   }
   std::vector<targets::cpu::KernelSource> sources;
@@ -101,11 +107,17 @@ int main(int argc, char** argv) {
     }
     const long long n = sizes[s];
     const auto elements = static_cast<std::size_t>(n * n);
-    std::vector<float> a(elements), b(elements), c(elements), peer(elements);
-    for (float& e : a) e = value(rng);
-    for (float& e : b) e = value(rng);
-    std::vector<void*> buffers{a.data(), b.data(), c.data()};
-    std::vector<void*> peer_buffers{a.data(), b.data(), peer.data()};
+    const std::size_t sets = cold ? 8 : 1;
+    std::vector<std::vector<float>> a(sets, std::vector<float>(elements)), b = a, c = a, peer = a;
+    for (std::size_t q = 0; q < sets; ++q) {
+      for (float& e : a[q]) e = value(rng);
+      for (float& e : b[q]) e = value(rng);
+    }
+    std::vector<std::vector<void*>> buffers, peer_buffers;
+    for (std::size_t q = 0; q < sets; ++q) {
+      buffers.push_back({a[q].data(), b[q].data(), c[q].data()});
+      peer_buffers.push_back({a[q].data(), b[q].data(), peer[q].data()});
+    }
     runtime::LibraryCall call;
     call.op = "gemm";
     call.dtype = graph::DType::F32;
@@ -114,8 +126,9 @@ int main(int argc, char** argv) {
     // Alternating, so that both see the same machine; the first round warms up.
     std::vector<double> times, cpu_times, peer_times, peer_cpu_times;
     for (int run = 0; run <= runs; ++run) {
-      const Timed tiled = timed([&] { kernels[s].fn(buffers.data(), nullptr); });
-      const Timed blas = timed([&] { targets::cpu::gemm_cpu(call, peer_buffers, {}); });
+      const std::size_t q = static_cast<std::size_t>(run) % sets;
+      const Timed tiled = timed([&] { kernels[s].fn(buffers[q].data(), nullptr); });
+      const Timed blas = timed([&] { targets::cpu::gemm_cpu(call, peer_buffers[q], {}); });
       if (run == 0) continue;
       times.push_back(tiled.seconds);
       cpu_times.push_back(tiled.cpu_seconds);
@@ -128,14 +141,14 @@ int main(int argc, char** argv) {
       const long long i = at(rng), j = at(rng);
       double sum = 0.0, magnitude = 0.0;
       for (long long k = 0; k < n; ++k) {
-        const double term = double(a[std::size_t(i * n + k)]) *
-                            double(b[std::size_t(transposed_b ? j * n + k : k * n + j)]);
+        const double term = double(a[0][std::size_t(i * n + k)]) *
+                            double(b[0][std::size_t(transposed_b ? j * n + k : k * n + j)]);
         sum += term;
         magnitude += std::fabs(term);
       }
       const std::size_t e = static_cast<std::size_t>(i * n + j);
-      worst = std::max({worst, std::fabs(c[e] - sum) / (1.0 + magnitude),
-                        std::fabs(peer[e] - sum) / (1.0 + magnitude)});
+      worst = std::max({worst, std::fabs(c[0][e] - sum) / (1.0 + magnitude),
+                        std::fabs(peer[0][e] - sum) / (1.0 + magnitude)});
     }
     std::printf("tiled_product N %lld tiled_ms %.4f openblas_ms %.4f ratio %.3f "
                 "tiled_cpu_ms %.4f openblas_cpu_ms %.4f cpu_ratio %.3f max_rel_err %.3g\n",
