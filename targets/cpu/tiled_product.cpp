@@ -2,7 +2,6 @@
 #include "targets/cpu/tiled_product.hpp"
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 namespace kiln::targets::cpu {
@@ -18,15 +17,18 @@ namespace {
 
 bool trivial(const Scalar& s) { return s.op == ScalarOp::Const || s.op == ScalarOp::Param; }
 
+// How far a load's position moves when loop variable `var` steps by one.
+Expr step(const Scalar& load, const std::string& var) {
+  return graph::simplify(graph::substitute(load.index, {{var, Expr::dim(var) + 1}}) - load.index);
+}
+
 // Whether every load under `factor` steps by one element when loop variable `var` does (and at
 // least one load does): the factor is then read along `var` when packed.
 bool steps_by_one(const std::vector<Scalar>& nodes, ScalarId factor, const std::string& var) {
   bool any = false;
   for (ScalarId id : nodes_under(nodes, factor)) {
-    const Scalar& s = nodes[id];
-    if (s.op != ScalarOp::Load) continue;
-    const Expr next = graph::substitute(s.index, {{var, Expr::dim(var) + 1}});
-    if (!(graph::simplify(next - s.index) == Expr(1))) return false;
+    if (nodes[id].op != ScalarOp::Load) continue;
+    if (!(step(nodes[id], var) == Expr(1))) return false;
     any = true;
   }
   return any;
@@ -52,8 +54,7 @@ std::optional<Expr> plain_load_stride(const Body& body, const NodeHomes& homes, 
       load.dtype != graph::DType::F32 || body.inputs()[load.slot] != graph::DType::F32) {
     return std::nullopt;
   }
-  const Expr stride =
-      graph::simplify(graph::substitute(load.index, {{var, Expr::dim(var) + 1}}) - load.index);
+  const Expr stride = step(load, var);
   if (homes.mentions_loop_var(stride)) return std::nullopt;
   return stride;
 }
