@@ -94,6 +94,10 @@ std::optional<TiledProduct> plan_tiled_product(const Body& body, const NodeHomes
       homes.has_child_scope(scope)) {
     return std::nullopt;
   }
+  // Fewer columns than a vector's lanes (a matrix-vector product, [m, k] x [k, 1]) would leave
+  // most of every FMA's lanes padding: the plain form's sum vectorizes along k instead.
+  const std::optional<std::int64_t> columns = loops.back().extent.as_constant();
+  if (columns && *columns < kMinTiledColumns) return std::nullopt;
   const Scalar& product = nodes[s.args[0]];
   if (product.op != ScalarOp::Mul || product.dtype != graph::DType::F32) return std::nullopt;
   const std::string& row = loops[loops.size() - 2].var;

@@ -50,6 +50,8 @@ constexpr std::int64_t kTaskRows = 384;
 constexpr std::int64_t kTileColumns = 256;
 constexpr std::int64_t kTileRows = 96;
 constexpr std::int64_t kTileDepth = 256;
+// The fewest columns (where their count is a constant) that a tiled product takes: a vector.
+constexpr std::int64_t kMinTiledColumns = 16;
 
 struct TiledProduct {
   graph::ScalarId reduce = 0;
@@ -75,7 +77,7 @@ struct TiledProduct {
 
 // The tiled product of `body`, or nothing where it does not apply: every output loop parallel
 // with an extent free of the loop variables, at least two of them (rows, then columns,
-// innermost), a plain store; exactly one Reduce, a sum in f32 over an extent free of the loops,
+// innermost; at least kMinTiledColumns columns where their count is a constant), a plain store; exactly one Reduce, a sum in f32 over an extent free of the loops,
 // computed per element of the two innermost loops, whose element is factor * factor in f32
 // with one factor free of the columns and the other free of the rows.
 std::optional<TiledProduct> plan_tiled_product(const graph::Body& body, const NodeHomes& homes);

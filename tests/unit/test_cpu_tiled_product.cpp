@@ -248,6 +248,15 @@ TEST_CASE("cpu tiled product: only products of a row factor and a column factor 
     const ScalarId product = b.binary(ScalarOp::Mul, b.load(0, i * k + t), b.load(1, t));
     CHECK_FALSE(tiled(b.finish(b.reduce(b.sum_monoid(f), r, k, {product}, f), m, i)));
   }
+  // Fewer constant columns than a vector's lanes: a matrix-vector product stays plain.
+  {
+    BodyBuilder b({f, f});
+    const Expr i = b.output_loop(m), j = b.output_loop(Expr(15));
+    const std::string r = b.reduce_var();
+    const Expr t = Expr::dim(r);
+    const ScalarId product = b.binary(ScalarOp::Mul, b.load(0, i * k + t), b.load(1, t * 15 + j));
+    CHECK_FALSE(tiled(b.finish(b.reduce(b.sum_monoid(f), r, k, {product}, f), m * 15, i * 15 + j)));
+  }
   // The untiled form on request.
   const Body plain = product_body({"plain"});
   const targets::cpu::KernelSource untiled =
@@ -346,7 +355,7 @@ TEST_CASE("cpu tiled product: the graph's matmuls, fused, are tiled products and
     bool transposed_w;
   };
   const std::vector<Case> cases = {{"matmul", {m, Expr(40)}, {Expr(40), Expr(70)}, false},
-                                   {"batched", {Expr(3), m, Expr(20)}, {Expr(3), Expr(20), Expr(9)}, false},
+                                   {"batched", {Expr(3), m, Expr(20)}, {Expr(3), Expr(20), Expr(19)}, false},
                                    {"linear", {m, Expr(300)}, {Expr(33), Expr(300)}, true}};
   const auto cache = fresh_dir("tiled-product-graph");
   targets::cpu::JitCompiler jit(cache);
