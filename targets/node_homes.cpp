@@ -111,4 +111,16 @@ bool NodeHomes::mentions_loop_var(const Expr& e) const {
   return false;
 }
 
+std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) {
+  std::set<ScalarId> seen;
+  std::vector<ScalarId> stack{root};
+  while (!stack.empty()) {
+    const ScalarId id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    for (ScalarId a : nodes[id].args) stack.push_back(a);
+  }
+  return seen;
+}
+
 }  // namespace kiln::targets

@@ -60,4 +60,8 @@ class NodeHomes {
   std::map<std::size_t, std::vector<graph::ScalarId>> homed_;
 };
 
+// The nodes under `root` (itself included), by id.
+std::set<graph::ScalarId> nodes_under(const std::vector<graph::Scalar>& nodes,
+                                      graph::ScalarId root);
+
 }  // namespace kiln::targets

@@ -14,6 +14,7 @@
 #include "support/diagnostic.hpp"
 #include "targets/c_index_expr.hpp"
 #include "targets/cpu/row_state.hpp"
+#include "targets/cpu/tiled_product.hpp"
 #include "targets/node_homes.hpp"
 
 namespace kiln::targets::cpu {
@@ -27,8 +28,11 @@ using graph::Scalar;
 using graph::ScalarId;
 using graph::ScalarOp;
 
-const std::string& cpu_prelude() {
-  static const std::string text = R"(// kiln CPU kernels (generated).
+namespace {
+
+// The prelude's scalar helpers (before the tiled products' micro-kernel, which uses them).
+std::string prelude_helpers() {
+  return R"(// kiln CPU kernels (generated).
 typedef long long kiln_i64;
 static inline kiln_i64 kiln_fdiv(kiln_i64 a, kiln_i64 b) {
   kiln_i64 q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -139,6 +143,12 @@ static inline float kiln_sinf(float x) {
   return (k & 2) ? -v : v;
 }
 )";
+}
+
+}  // namespace
+
+const std::string& cpu_prelude() {
+  static const std::string text = prelude_helpers() + tiled_product_prelude();
   return text;
 }
 
@@ -194,11 +204,12 @@ std::string literal(double v, DType t) {
   return std::string("((") + compute_type(t) + ")" + buffer + "LL)";
 }
 
-class Renderer {
+class Renderer : private KernelWriter {
  public:
   Renderer(const Body& body, const RenderOptions& options)
       : body_(body), nodes_(body.scalars()), homes_(body) {
-    if (options.row_state) row_state_ = plan_row_state(body, homes_);
+    if (options.tiled_products) tiled_product_ = plan_tiled_product(body, homes_);
+    if (options.row_state && !tiled_product_) row_state_ = plan_row_state(body, homes_);
     if (row_state_ && !options.key_blocks) row_state_->key_block = 0;
     if (row_state_ && !options.key_products) row_state_->key_products.clear();
     if (row_state_ && row_state_->key_block && !row_state_->key_products.empty()) {
@@ -208,7 +219,8 @@ class Renderer {
       row_tile_ = kRowTile;
       row_loop_ = body.loops().size() - 2;
     }
-    symbol_suffix_ = !options.row_state    ? "_plain"
+    symbol_suffix_ = !options.tiled_products ? "_untiled"
+                     : !options.row_state    ? "_plain"
                      : !options.key_blocks   ? "_keywise"
                      : !options.key_products ? "_rowwise"
                                              : "";
@@ -396,9 +408,22 @@ class Renderer {
 
   // ---- statements ----
 
-  void line(std::size_t indent, const std::string& text) {
+  void line(std::size_t indent, const std::string& text) override {
     code_ << std::string(2 * indent, ' ') << text << '\n';
   }
+
+  // The tiled product's emitter reads and writes through these (tiled_product.hpp).
+  void node(ScalarId id, std::size_t indent) override { emit_node(id, indent); }
+  void store(std::size_t indent) override { emit_store(indent); }
+  void rename(ScalarId id, const std::string& text) override {
+    if (text.empty()) {
+      renamed_.erase(id);
+    } else {
+      renamed_[id] = text;
+    }
+  }
+  std::string index(const Expr& e) const override { return expr(e); }
+  std::string value(ScalarId id) const override { return value(id, nullptr); }
 
   void emit_nodes(std::size_t scope, std::size_t indent) {
     for (ScalarId id : homes_.homed(scope)) emit_node(id, indent);
@@ -526,6 +551,10 @@ class Renderer {
     }
     if (scope == loops.size()) {
       emit_store(indent);
+      return;
+    }
+    if (tiled_product_) {
+      emit_tiled_product(body_, homes_, *tiled_product_, kParallelWork, *this);
       return;
     }
     if (row_state_ && scope + 1 == loops.size()) {
@@ -1052,14 +1081,7 @@ class Renderer {
 
   // The nodes under `root` computed in `scope` (root included), in id order.
   void emit_under(ScalarId root, std::size_t scope, std::size_t indent) {
-    std::set<ScalarId> under;
-    std::vector<ScalarId> stack{root};
-    while (!stack.empty()) {
-      const ScalarId n = stack.back();
-      stack.pop_back();
-      if (!under.insert(n).second) continue;
-      for (ScalarId a : nodes_[n].args) stack.push_back(a);
-    }
+    const std::set<ScalarId> under = nodes_under(nodes_, root);
     for (ScalarId n : homes_.homed(scope)) {
       if (under.count(n)) emit_node(n, indent);
     }
@@ -1568,6 +1590,7 @@ class Renderer {
   const Body& body_;
   const std::vector<Scalar>& nodes_;
   NodeHomes homes_;
+  std::optional<TiledProduct> tiled_product_;
   std::optional<RowStatePlan> row_state_;
   std::string symbol_suffix_;
   // Rows done together (kRowTile, kKeyTileRows), or 0, and the output loop they are

@@ -46,6 +46,10 @@ struct KernelSource {
 const std::string& cpu_prelude();
 
 struct RenderOptions {
+  // Render a matrix product's Body as a register-blocked product (tiled_product.hpp). Off: the
+  // forms below, for the tests and benchmarks that compare them; its symbol gets the suffix
+  // `_untiled`.
+  bool tiled_products = true;
   // Fold eligible reductions for every column at once (row_state.hpp). Off: the plain form,
   // for benchmarks that compare the two; its symbol gets the suffix `_plain`.
   bool row_state = true;

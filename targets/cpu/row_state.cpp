@@ -15,19 +15,6 @@ using graph::ScalarOp;
 
 namespace {
 
-// The nodes under `root` (itself included), by id.
-std::set<ScalarId> nodes_under(const std::vector<Scalar>& nodes, ScalarId root) {
-  std::set<ScalarId> seen;
-  std::vector<ScalarId> stack{root};
-  while (!stack.empty()) {
-    const ScalarId id = stack.back();
-    stack.pop_back();
-    if (!seen.insert(id).second) continue;
-    for (ScalarId a : nodes[id].args) stack.push_back(a);
-  }
-  return seen;
-}
-
 // The Param slots a monoid expression reads.
 std::set<std::size_t> params_read(const std::vector<Scalar>& nodes, ScalarId root) {
   std::set<std::size_t> slots;

@@ -153,14 +153,16 @@ TEST_CASE("compile: a chain of five elementwise ops is one kernel", "[compile]")
 
 TEST_CASE("compile: two compiles with two fresh caches give the same program", "[compile]") {
   // Determinism must not come from the cache: each compile here measures everything itself.
-  // Every choice in this graph is decided by a wide margin (a 512-wide product as a Gemm call
-  // measures ~50x faster than as a broadcast Mul and a reduction; the elementwise ops have one
-  // candidate each), so any difference between the two programs is nondeterminism in kiln
-  // (pointer hashing, unordered iteration), not timing noise.
+  // Every choice in this graph is decided by a wide margin (a 512-wide f64 product as a Gemm
+  // call measures ~50x faster than as a broadcast Mul and a reduction; the elementwise ops have
+  // one candidate each), so any difference between the two programs is nondeterminism in kiln
+  // (pointer hashing, unordered iteration), not timing noise. (In f64: an f32 product's tiled
+  // kernel measures within noise of sgemm.)
   GraphBuilder b;
-  GraphTensor x = b.input("x", {Expr(64), Expr(512)});
-  GraphTensor w1 = b.input("w1", {Expr(512), Expr(512)});
-  GraphTensor w2 = b.input("w2", {Expr(512), Expr(512)});
+  const DType f64 = DType::F64;
+  GraphTensor x = b.input("x", {Expr(64), Expr(512)}, f64);
+  GraphTensor w1 = b.input("w1", {Expr(512), Expr(512)}, f64);
+  GraphTensor w2 = b.input("w2", {Expr(512), Expr(512)}, f64);
   graph::matmul(graph::relu(graph::matmul(x, w1)), w2).output("y");
   auto compile_fresh = [&](const std::string& name) {
     const fs::path cache = fresh_dir(name);  // kernels and measurements both start empty
