@@ -22,6 +22,7 @@
 #include "targets/cpu/codegen.hpp"
 #include "targets/cpu/jit.hpp"
 #include "tests/unit/body_cases.hpp"
+#include "tests/unit/cpu_kernel_run.hpp"
 #include "tests/unit/schedule_cases.hpp"
 #include "tests/unit/graph_fixtures.hpp"
 #include "tests/unit/test_util.hpp"
@@ -57,25 +58,13 @@ std::vector<targets::cpu::KernelSource> check_kernels(
     const kiln::testing::BodyCase& c = cases[i];
     INFO(c.label << "\n" << to_text(c.body) << sources[i].code);
     REQUIRE(kernels[i].fn != nullptr);
-    std::vector<std::vector<std::byte>> buffers;
-    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      buffers.push_back(graph::to_native(c.inputs[k], c.body.inputs()[k]));
-    }
     const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
     std::vector<double> expected(size);
     std::vector<const std::vector<double>*> ins;
     for (const auto& in : c.inputs) ins.push_back(&in);
     if (c.body.output_aliases()) expected = c.inputs[*c.body.output_aliases()];
     interpret_body(c.body, ins, c.dims, expected);
-    std::vector<double> initial(size, 0.0);
-    if (c.body.output_aliases()) initial = c.inputs[*c.body.output_aliases()];
-    buffers.push_back(graph::to_native(initial, c.body.dtype()));
-    std::vector<void*> pointers;
-    for (auto& b : buffers) pointers.push_back(b.data());
-    std::vector<long long> dims;
-    for (const std::string& d : sources[i].dims) dims.push_back(c.dims.at(d));
-    kernels[i].fn(pointers.data(), dims.data());
-    std::vector<double> got = graph::from_native(buffers.back().data(), size, c.body.dtype());
+    const std::vector<double> got = kiln::testing::run_cpu_kernel(kernels[i], sources[i], c);
     for (std::size_t j = 0; j < size; ++j) {
       INFO("element " << j << ": " << got[j] << " vs " << expected[j]);
       // Equal infinities too (an empty chunk of a split max holds -inf).

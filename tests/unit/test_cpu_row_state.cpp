@@ -29,6 +29,7 @@
 #include "targets/cpu/threads.hpp"
 #include "targets/node_homes.hpp"
 #include "tests/unit/body_cases.hpp"
+#include "tests/unit/cpu_kernel_run.hpp"
 #include "tests/unit/row_state_bodies.hpp"
 #include "tests/unit/test_util.hpp"
 
@@ -49,24 +50,6 @@ std::size_t count(const std::string& text, const std::string& needle) {
     ++n;
   }
   return n;
-}
-
-// Runs a compiled kernel on case c; its output as doubles.
-std::vector<double> run(const targets::cpu::CompiledKernel& kernel,
-                        const targets::cpu::KernelSource& source,
-                        const kiln::testing::BodyCase& c) {
-  std::vector<std::vector<std::byte>> buffers;
-  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-    buffers.push_back(graph::to_native(c.inputs[k], c.body.inputs()[k]));
-  }
-  const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
-  buffers.push_back(graph::to_native(std::vector<double>(size, 0.0), c.body.dtype()));
-  std::vector<void*> pointers;
-  for (auto& b : buffers) pointers.push_back(b.data());
-  std::vector<long long> dims;
-  for (const std::string& d : source.dims) dims.push_back(c.dims.at(d));
-  kernel.fn(pointers.data(), dims.data());
-  return graph::from_native(buffers.back().data(), size, c.body.dtype());
 }
 
 struct Variant {
@@ -131,7 +114,7 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
             const std::size_t k = forms.size() * v + form;
             REQUIRE(kernels[k].fn != nullptr);
             INFO(c.label << " threads=" << threads << "\n" << sources[k].code);
-            outputs.push_back(run(kernels[k], sources[k], c));
+            outputs.push_back(kiln::testing::run_cpu_kernel(kernels[k], sources[k], c));
             const std::vector<double>& got = outputs.back();
             REQUIRE(got.size() == expected.size());
             // Half types: both round every node, but the score's reduction vectorizes (another
@@ -211,7 +194,7 @@ TEST_CASE("cpu row state: row inputs, a second reduction and work after the redu
     }
     INFO(one.label);
     const std::vector<double> expected = kiln::testing::expected_output(one);
-    const std::vector<double> got = run(kernels[0], source, one);
+    const std::vector<double> got = kiln::testing::run_cpu_kernel(kernels[0], source, one);
     REQUIRE(got.size() == expected.size());
     for (std::size_t e = 0; e < got.size(); ++e) {
       INFO("element " << e);

@@ -30,6 +30,7 @@
 #include "targets/cpu/tiled_product.hpp"
 #include "targets/node_homes.hpp"
 #include "tests/unit/body_cases.hpp"
+#include "tests/unit/cpu_kernel_run.hpp"
 #include "tests/unit/test_util.hpp"
 
 using namespace kiln;
@@ -106,23 +107,6 @@ kiln::testing::BodyCase product_case(const ProductShape& p, const Body& body, st
   return c;
 }
 
-std::vector<double> run(const targets::cpu::CompiledKernel& kernel,
-                        const targets::cpu::KernelSource& source,
-                        const kiln::testing::BodyCase& c) {
-  std::vector<std::vector<std::byte>> buffers;
-  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-    buffers.push_back(graph::to_native(c.inputs[k], c.body.inputs()[k]));
-  }
-  const auto size = static_cast<std::size_t>(evaluate(c.body.output_size(), c.dims));
-  buffers.push_back(graph::to_native(std::vector<double>(size, 0.0), c.body.dtype()));
-  std::vector<void*> pointers;
-  for (auto& b : buffers) pointers.push_back(b.data());
-  std::vector<long long> dims;
-  for (const std::string& d : source.dims) dims.push_back(c.dims.at(d));
-  kernel.fn(pointers.data(), dims.data());
-  return graph::from_native(buffers.back().data(), size, c.body.dtype());
-}
-
 bool tiled(const Body& body) {
   return targets::cpu::plan_tiled_product(body, targets::NodeHomes(body)).has_value();
 }
@@ -183,7 +167,7 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
       const std::vector<double> expected = kiln::testing::expected_output(c);
       for (int threads : {1, 2}) {
         targets::cpu::set_threads(threads);
-        const std::vector<double> got = run(kernels[s], sources[s], c);
+        const std::vector<double> got = kiln::testing::run_cpu_kernel(kernels[s], sources[s], c);
         REQUIRE(got.size() == expected.size());
         // FMAs and blocks of k sum in another order than the interpreter: f32 agrees to a few
         // ulps of the sum's magnitude (up to sqrt(k) * 4); half types round every node alike.
@@ -331,7 +315,7 @@ TEST_CASE("cpu tiled product: compiled for x86 levels without AVX-512, it still 
     targets::cpu::CompiledKernel kernel;
     kernel.fn = reinterpret_cast<decltype(kernel.fn)>(dlsym(handle, source.symbol.c_str()));
     REQUIRE(kernel.fn != nullptr);
-    const std::vector<double> got = run(kernel, source, c);
+    const std::vector<double> got = kiln::testing::run_cpu_kernel(kernel, source, c);
     REQUIRE(got.size() == expected.size());
     std::size_t wrong = 0;
     for (std::size_t e = 0; e < got.size(); ++e) {
@@ -396,7 +380,7 @@ TEST_CASE("cpu tiled product: the graph's matmuls, fused, are tiled products and
       const std::vector<double> expected = kiln::testing::expected_output(c);
       for (int threads : {1, 2}) {
         targets::cpu::set_threads(threads);
-        const std::vector<double> got = run(kernels[0], source, c);
+        const std::vector<double> got = kiln::testing::run_cpu_kernel(kernels[0], source, c);
         REQUIRE(got.size() == expected.size());
         std::size_t wrong = 0;
         for (std::size_t e = 0; e < got.size(); ++e) {
