@@ -94,6 +94,10 @@ class ColumnIndex {
 
   RowId first(std::uint64_t hash) const { return slots_[hash & (slots_.size() - 1)].head; }
   RowId next(RowId row) const { return links_[row].next; }
+  // The chain's newest row and a row's predecessor: a walk over the rows at or after some row id
+  // starts from the tail, since chains list rows in increasing id order.
+  RowId last(std::uint64_t hash) const { return slots_[hash & (slots_.size() - 1)].tail; }
+  RowId prev(RowId row) const { return links_[row].prev; }
   // True if the row was indexed with this hash: a cheap filter before comparing columns.
   bool same_hash(RowId row, std::uint64_t hash) const { return links_[row].hash == (hash | kPresent); }
   // Average rows per lookup (rows / non-empty chains): the planner's fan-out estimate.

@@ -254,7 +254,9 @@ class Joiner {
       if (((mask >> t.num_keys()) & 1) && t.output(r) != key[t.num_keys()]) return true;
       return !usable(a, r) || f(r);
     }
-    return t.for_each_row(*index, key, [&](RowId r) { return !usable(a, r) || f(r); });
+    RowId from = filters_[a] == RowFilter::New ? splits_[a] : 0;
+    RowId to = filters_[a] == RowFilter::Old ? splits_[a] : kNoRow;
+    return t.for_each_row(*index, key, [&](RowId r) { return !usable(a, r) || f(r); }, from, to);
   }
 
   bool exists(std::uint32_t a, ColumnMask mask, const ColumnIndex* index) const {

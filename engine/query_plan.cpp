@@ -52,16 +52,6 @@ double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp si
   return std::min(rows, t.index(mask).rows_per_key());
 }
 
-// Rows per binding that an index probe walks past because the semi-naive filter rejects them:
-// an index chain holds rows of every age, so probing the rows new since the last search
-// through it also visits the old ones.
-double rejected_by_filter(Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
-  if (mask == 0 || filter == RowFilter::Any || t.size() == 0) return 0;
-  if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return 0;
-  double share = double(rows_in_filter(t, filter, since)) / double(t.size());
-  return t.index(mask).rows_per_key() * std::max(0.0, 1.0 - share);
-}
-
 ColumnMask bound_mask(const QueryAtom& atom, const std::vector<bool>& bound) {
   ColumnMask mask = 0;
   for (std::uint32_t c = 0; c < atom.columns.size(); ++c) {
@@ -136,8 +126,6 @@ Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>&
     }
     used[best] = true;
     order.atoms.push_back(best);
-    order.cost += partial * rejected_by_filter(egraph.table(q.atoms[best].function),
-                                               bound_mask(q.atoms[best], bound), filters[best], since);
     partial *= std::max(best_fanout, 1e-3);
     order.cost += partial;
     bind_atom(q.atoms[best], bound);
@@ -283,8 +271,10 @@ class Executor {
       if (step.key.size() > t.num_keys() && t.output(r) != key[t.num_keys()]) return true;
       return !accept_row(i, r) || finish_step(i);
     }
+    RowId from = step.filter == RowFilter::New ? splits_[i] : 0;
+    RowId to = step.filter == RowFilter::Old ? splits_[i] : kNoRow;
     return t.for_each_row(*indexes_[i], key,
-                          [&](RowId r) { return !accept_row(i, r) || finish_step(i); });
+                          [&](RowId r) { return !accept_row(i, r) || finish_step(i); }, from, to);
   }
 
   EGraph& egraph_;

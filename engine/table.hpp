@@ -86,12 +86,21 @@ class Table {
 
   // Calls visit(row) for each live row whose index columns equal `key` (the values of
   // index.columns(), in order), oldest first; stops early when visit returns false, and then
-  // returns false.
+  // returns false. Only rows in [from, to) are visited: a semi-naive search walks only the new
+  // rows (or only the old ones) of a chain instead of reading and rejecting the others.
   template <class Visit>
-  bool for_each_row(const ColumnIndex& index, const Value* key, Visit&& visit) const {
+  bool for_each_row(const ColumnIndex& index, const Value* key, Visit&& visit, RowId from = 0,
+                    RowId to = kNoRow) const {
     const std::vector<std::uint32_t>& columns = index.columns();
     std::uint64_t hash = index.hash_key(key);
-    for (RowId r = index.first(hash); r != kNoRow; r = index.next(r)) {
+    RowId start = index.first(hash);
+    if (from > 0 && start != kNoRow && start < from) {
+      // Chains are in row order: step back from the newest row over the rows in range.
+      start = index.last(hash);
+      if (start < from) return true;
+      for (RowId p = index.prev(start); p != kNoRow && p >= from; p = index.prev(p)) start = p;
+    }
+    for (RowId r = start; r != kNoRow && r < to; r = index.next(r)) {
       if (!index.same_hash(r, hash)) continue;
       const Value* values = row(r);
       std::size_t k = 0;
