@@ -62,9 +62,11 @@ constexpr std::int64_t kValueGroup = 4;
 constexpr std::int64_t kRowTile = 8;
 // Where the inner reductions are key products (below): rows per tile, one per lane of a vector
 // of 16 floats (an AVX-512 register), keys per pass of the product (an accumulator vector
-// each), and rows per pass over the columns of the weighted values (codegen.cpp).
+// each; 8, not 16: with 16 the keys' addresses outnumber the registers and are reloaded from
+// the stack in the product's loop, 3-4% slower at seq 2048), and rows per pass over the
+// columns of the weighted values (codegen.cpp).
 constexpr std::int64_t kKeyTileRows = 16;
-constexpr std::int64_t kKeyTileKeys = 16;
+constexpr std::int64_t kKeyTileKeys = 8;
 constexpr std::int64_t kValueRows = 4;
 // The most columns whose weighted values are held in vector registers (a multiple of
 // kKeyTileRows): the block's values are copied into an array of this many floats per key.
