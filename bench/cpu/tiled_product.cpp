@@ -74,16 +74,25 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// argv[i] as a whole decimal integer, or `fallback` where absent; -1 where it is not one
+// (every valid argument is at least 0, so -1 fails the checks below).
+long long integer_arg(int argc, char** argv, int i, long long fallback) {
+  if (i >= argc) return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(argv[i], &end, 10);
+  return end != argv[i] && *end == '\0' ? v : -1;
+}
+
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
-  const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const auto threads = static_cast<int>(integer_arg(argc, argv, 1, 0));
+  const auto runs = static_cast<int>(integer_arg(argc, argv, 2, 5));
   const std::string layout = argc > 3 ? argv[3] : "nn";
   const bool transposed_b = layout.rfind("nt", 0) == 0;
   // -cold: 8 sets of inputs and outputs, one per run in turn, as the search's measurements
   // rotate them (each run then reads its operands from L3 or memory).
   const bool cold = layout.size() > 2 && layout.substr(2) == "-cold";
   std::vector<long long> sizes;
-  for (int a = 4; a < argc; ++a) sizes.push_back(std::atoll(argv[a]));
+  for (int a = 4; a < argc; ++a) sizes.push_back(integer_arg(argc, argv, a, 0));
   if (sizes.empty()) sizes = {512, 1024, 2048};
   if (threads < 0 || runs < 1 ||
       (layout.substr(0, 2) != "nn" && layout.substr(0, 2) != "nt") ||
