@@ -162,6 +162,8 @@ class Emitter {
                           num(kTaskRows) + ", " + num(kTileColumns) + ", " + num(kPanelRows) +
                           ", " + num(kPanelColumns) + ");");
     out_.line(indent, "const kiln_i64 kp_mb = kp_t.row_tasks, kp_nb = kp_t.column_tasks;");
+    // Each thread's packs and sums (736 KB) on the heap: more than a small thread stack holds.
+    out_.line(indent, "float* const kp_pool = kiln_tile_scratch(" + num(kTaskScratch) + ");");
     out_.line(indent, "#pragma omp parallel for collapse(" + num(static_cast<std::int64_t>(batch) + 2) +
                           ") schedule(static) if(" + out_.index(graph::simplify(trips)) +
                           " * kp_mb * kp_nb > 1 && " + out_.index(work) +
@@ -183,11 +185,10 @@ class Emitter {
     out_.line(in, "const kiln_i64 kp_i0 = kp_ib * kp_t.rows, kp_j0 = kp_jb * kp_t.columns;");
     out_.line(in, "const kiln_i64 kp_mt = kiln_imin(kp_t.rows, kp_m - kp_i0), kp_nc = "
                   "kiln_imin(kp_t.columns, kp_n - kp_j0);");
-    out_.line(in, "float kp_a[" + num(kTileRows * kTileDepth) + "] __attribute__((aligned(64)));");
-    out_.line(in, "float kp_b[" + num(kTileDepth * kTileColumns) +
-                      "] __attribute__((aligned(64)));");
-    out_.line(in, "float kp_s[" + num(kTaskRows * kTileColumns) +
-                      "] __attribute__((aligned(64)));");
+    out_.line(in, "float* const kp_a = kp_pool + kiln_omp_thread_num() * " + num(kTaskScratch) +
+                      ";");
+    out_.line(in, "float* const kp_b = kp_a + " + num(kTileRows * kTileDepth) + ";");
+    out_.line(in, "float* const kp_s = kp_b + " + num(kTileDepth * kTileColumns) + ";");
     // One pass when k is empty: the sums are then the identity, 0.
     out_.line(in, "for (kiln_i64 kp_p = 0; kp_p == 0 || kp_p < kp_k; kp_p += " + num(kTileDepth) +
                       ") {");
@@ -218,6 +219,7 @@ class Emitter {
     out_.line(in, "}");
     epilogue(in);
     out_.line(in - 1, "}");
+    out_.line(indent, "kiln_free(kp_pool);");
   }
 
  private:
@@ -445,6 +447,18 @@ static inline void kiln_transpose_panel(const float* src, kiln_i64 lds, kiln_i64
 // (OpenMP's omp_get_max_threads, under a name of its own: omp.h may follow with its own
 // declaration.)
 extern "C" int kiln_omp_max_threads(void) __asm__("omp_get_max_threads");
+extern "C" int kiln_omp_thread_num(void) __asm__("omp_get_thread_num");
+extern "C" int kiln_posix_memalign(void**, unsigned long, unsigned long) __asm__("posix_memalign");
+extern "C" void kiln_free(void*) __asm__("free");
+// Scratch of `floats` per thread of a team, 64-byte aligned. (Kernels have no error path: a
+// failed allocation of a few MB stops the process, as a stack overflow would.)
+static inline float* kiln_tile_scratch(kiln_i64 floats) {
+  void* p = nullptr;
+  if (kiln_posix_memalign(&p, 64, (unsigned long)(floats * kiln_omp_max_threads()) * 4) != 0) {
+    __builtin_trap();
+  }
+  return (float*)p;
+}
 struct kiln_tile_tasks { kiln_i64 rows, row_tasks, columns, column_tasks; };
 static inline kiln_tile_tasks kiln_split_tiles(kiln_i64 batches, kiln_i64 m, kiln_i64 n,
     kiln_i64 max_rows, kiln_i64 max_columns, kiln_i64 row_step, kiln_i64 column_step) {

@@ -44,12 +44,17 @@ namespace kiln::targets::cpu {
 // Rows and columns of the micro-kernel's tile of sums (columns a multiple of 16).
 constexpr std::int64_t kPanelRows = 8;
 constexpr std::int64_t kPanelColumns = 32;
-// The blocks: rows and columns of C per task of a thread (its sums on the thread's stack), rows
+// The blocks: rows and columns of C per task of a thread (its sums in the thread's scratch), rows
 // of a per packed block, steps of k per packed block.
 constexpr std::int64_t kTaskRows = 384;
 constexpr std::int64_t kTileColumns = 256;
 constexpr std::int64_t kTileRows = 96;
 constexpr std::int64_t kTileDepth = 256;
+// A task's packs of a and b and its sums, in floats (multiples of 16: each part stays 64-byte
+// aligned in the thread's scratch).
+constexpr std::int64_t kTaskScratch = kTileRows * kTileDepth + kTileDepth * kTileColumns +
+                                      kTaskRows * kTileColumns;
+static_assert(kTileRows * kTileDepth % 16 == 0 && kTileDepth * kTileColumns % 16 == 0);
 // The fewest columns (where their count is a constant) that a tiled product takes: a vector.
 constexpr std::int64_t kMinTiledColumns = 16;
 

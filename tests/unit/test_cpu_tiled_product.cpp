@@ -5,10 +5,12 @@
 // ragged sizes (1, 7, 33, 100, past a block of rows, columns and k) on one and two threads;
 // f64 and f16 products and Bodies that are not products keep the plain form; the micro-kernel
 // runs on 16-float FMAs where the machine has AVX-512, and the kernel, built for x86 levels
-// without it, still agrees; the graph's own matmuls, once fused, are tiled products.
+// without it, still agrees; a thread with a small stack runs it; the graph's own matmuls, once
+// fused, are tiled products.
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cmath>
@@ -325,6 +327,48 @@ TEST_CASE("cpu tiled product: compiled for x86 levels without AVX-512, it still 
     dlclose(handle);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cpu tiled product: a thread with a small stack runs it", "[cpu][tiled-product]") {
+  // A task's packs and sums take 736 KB: they live in heap scratch, so a caller's thread with a
+  // 256 KB stack (smaller than them) runs the product to the same result.
+  const ProductShape shape{"plain"};
+  const Body body = product_body(shape);
+  const std::vector<targets::cpu::KernelSource> sources = {targets::cpu::render_kernel(body)};
+  REQUIRE(contains(sources[0].code, "kiln_tiles<"));
+  const auto cache = fresh_dir("tiled-product-stack");
+  targets::cpu::JitCompiler jit(cache);
+  const std::vector<targets::cpu::CompiledKernel> kernels = jit.compile(sources);
+  std::mt19937 rng(11);
+  // Past a task's rows, a block of columns and a block of k: every part of the scratch is used.
+  const kiln::testing::BodyCase c = product_case(shape, body, 1, 400, 300, 300, rng);
+  const std::vector<double> expected = kiln::testing::expected_output(c);
+  struct Run {
+    const targets::cpu::CompiledKernel* kernel;
+    const targets::cpu::KernelSource* source;
+    const kiln::testing::BodyCase* c;
+    std::vector<double> got;
+  } run{&kernels[0], &sources[0], &c, {}};
+  targets::cpu::set_threads(1);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  REQUIRE(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, &attr, [](void* arg) -> void* {
+            auto* r = static_cast<Run*>(arg);
+            r->got = kiln::testing::run_cpu_kernel(*r->kernel, *r->source, *r->c);
+            return nullptr;
+          }, &run) == 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  targets::cpu::set_threads(0);
+  REQUIRE(run.got.size() == expected.size());
+  std::size_t wrong = 0;
+  for (std::size_t e = 0; e < expected.size(); ++e) {
+    wrong += !(std::fabs(run.got[e] - expected[e]) <= 2e-4 * (1.0 + std::fabs(expected[e])));
+  }
+  CHECK(wrong == 0);
+  std::filesystem::remove_all(cache);
 }
 
 TEST_CASE("cpu tiled product: the graph's matmuls, fused, are tiled products and agree",
