@@ -2,6 +2,9 @@
 #include "compiler/candidates.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "engine/builtins.hpp"
@@ -146,6 +149,36 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsu
   return out;
 }
 
+std::set<Value> classes_without_checked(const std::vector<CandidateInfo>& candidates) {
+  std::map<Value, bool> checked;
+  for (const CandidateInfo& c : candidates) checked[c.output] = checked[c.output] || !c.rejected;
+  std::set<Value> out;
+  for (const auto& [eclass, any] : checked) {
+    if (!any) out.insert(eclass);
+  }
+  return out;
+}
+
+std::vector<CandidateInfo> subsumed_one_op_kernels(const EGraphView& view,
+                                                   const std::set<Value>& classes) {
+  std::set<std::pair<Value, Value>> one_op;  // (body, input list) of the classes' one-op Kernels
+  view.for_rows("one-op-kernel", [&](RowId, const Value* row) {
+    if (classes.count(view.find(row[0]))) one_op.emplace(row[1], view.find(row[2]));
+  });
+  const engine::FunctionId kernel = *view.function("Kernel");
+  const engine::Table& kernels = view.egraph().table(kernel);
+  std::vector<CandidateInfo> out;
+  for (CandidateInfo& c : collect_candidates(view, /*subsumed_too=*/true)) {
+    if (c.node.function != kernel || !kernels.subsumed(c.node.row)) continue;
+    const Value* row = kernels.row(c.node.row);
+    if (classes.count(c.output) &&
+        one_op.count({row[0], view.find(row[1])})) {
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 Sized size_candidate(const CandidateInfo& info, ClassValues& values, const graph::DimValues& dims) {
   Sized out;
   try {
@@ -154,14 +187,16 @@ Sized size_candidate(const CandidateInfo& info, ClassValues& values, const graph
       const ClassValue* v = values.get(info.inputs[i]);
       if (!v) {
         out.why = "input " + std::to_string(i) + " (e-class c" + std::to_string(info.inputs[i]) +
-                  ") has no reference value to check against";
+                  ") has no reference value to check against (" +
+                  values.why_missing(info.inputs[i]) + ")";
         return out;
       }
       have.push_back(elements(v->shape, dims));
     }
     const ClassValue* result = values.get(info.output);
     if (!result) {
-      out.why = "its e-class has no reference value to check against";
+      out.why = "its e-class has no reference value to check against (" +
+                values.why_missing(info.output) + ")";
       return out;
     }
     const std::int64_t want = elements(result->shape, dims);

@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -37,6 +38,14 @@ struct CandidateInfo {
 // dtype that is not a dtype) comes back rejected with the reason.
 // `subsumed_too`: also the subsumed rows (for judging the rules that made them).
 std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsumed_too = false);
+// The one-op Kernels (rules/hlir.egg's `one-op-kernel`) of `classes` that a rule subsumed: fusion
+// subsumes a consumer's Kernel once its producer is inlined, so when every fused form of an
+// e-class fails its check, its one-op Kernel is what remains. (In-place Kernels, which rules
+// subsume for being unsafe, are never one-op Kernels.)
+// The e-classes with candidates none of which passed its check.
+std::set<engine::Value> classes_without_checked(const std::vector<CandidateInfo>& candidates);
+std::vector<CandidateInfo> subsumed_one_op_kernels(const EGraphView& view,
+                                                   const std::set<engine::Value>& classes);
 
 // The candidate sized at `dims`: its buffers are the input e-classes' whole buffers. A reason
 // (in `why`) instead when it cannot run there: an input e-class without a known shape, a

@@ -72,19 +72,27 @@ const ClassValue* ClassValues::get(Value eclass) {
   const bool outer = visiting_.size() == 1;
   if (outer) hit_cycle_ = false;
   std::optional<ClassValue> found;
+  std::string why;
   for (const ENode& node : view_.nodes(c)) {
     Evaluated e = evaluate(node);
     if (e.value) {
       found = std::move(e.value);
       break;
     }
+    if (why.empty()) why = describe(node) + ": " + e.why;
   }
   visiting_.erase(c);
   // A class that failed only because a cycle cut a path may succeed from another start.
   if (!found && hit_cycle_ && !outer) return nullptr;
+  if (!found) why_missing_[c] = why.empty() ? "it has no e-nodes" : why;
   auto& slot = values_[c];
   slot = std::move(found);
   return slot ? &*slot : nullptr;
+}
+
+std::string ClassValues::why_missing(Value eclass) const {
+  auto it = why_missing_.find(view_.find(eclass));
+  return it == why_missing_.end() ? std::string() : it->second;
 }
 
 std::optional<ClassValue> ClassValues::other_than(Value eclass, const ENode& node) {
@@ -124,7 +132,8 @@ ClassValues::Evaluated ClassValues::evaluate(const ENode& node) {
   for (std::size_t i = 0; i < input_pairs(*op); ++i) {
     const ClassValue* v = get(row[2 * i]);
     if (!v) {
-      out.why = "input " + std::to_string(i) + " has no value";
+      out.why = "input " + std::to_string(i) + " (c" + std::to_string(view_.find(row[2 * i])) +
+                ") has no value";
       return out;
     }
     ins.push_back(v);
@@ -226,7 +235,8 @@ ClassValues::Evaluated ClassValues::evaluate_kernel(const ENode& node) {
   for (Value in : view_.list(row[1])) {
     const ClassValue* v = get(in);
     if (!v) {
-      out.why = "input " + std::to_string(ins.size()) + " has no value";
+      out.why = "input " + std::to_string(ins.size()) + " (c" + std::to_string(view_.find(in)) +
+                ") has no value";
       return out;
     }
     ins.push_back(&v->data);

@@ -45,6 +45,9 @@ class ClassValues {
   void set(engine::Value eclass, ClassValue value);
   // The value of an e-class; nullptr when no term of it can be evaluated.
   const ClassValue* get(engine::Value eclass);
+  // Why an e-class that get() found no value for has none: its first e-node's reason (an input
+  // without a value, an interpreter error); empty when it has a value or was not asked.
+  std::string why_missing(engine::Value eclass) const;
   // The value of an e-class from a term other than `node` at its root (for judging the rule
   // that made `node`): an original node's value, or another e-node's; nullopt: none.
   std::optional<ClassValue> other_than(engine::Value eclass, const engine::ENode& node);
@@ -73,6 +76,7 @@ class ClassValues {
   const EGraphView& view_;
   graph::DimValues dims_;
   std::map<engine::Value, std::optional<ClassValue>> values_;
+  std::map<engine::Value, std::string> why_missing_;
   std::set<engine::Value> pinned_;  // original nodes
   std::set<engine::Value> visiting_;
   bool hit_cycle_ = false;

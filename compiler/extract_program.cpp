@@ -51,7 +51,7 @@ std::optional<GroupProgram> extract_program(const ExtractInputs& in,
       }
     }
     return kInfinity;
-  });
+  }, /*subsumed_too=*/true);  // a subsumed Kernel costs its time only where it is a candidate
   auto result = extractor.extract(in.root);
   if (!result || !std::isfinite(result->cost)) return std::nullopt;
 

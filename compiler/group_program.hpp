@@ -49,6 +49,9 @@ struct Rejection {
 struct GroupReport {
   std::size_t eclasses = 0, enodes = 0, candidates = 0, measured = 0, cache_hits = 0;
   std::size_t checked = 0;
+  // One-op Kernels that fusion had subsumed, restored as candidates of e-classes whose every
+  // candidate failed its check.
+  std::size_t fallbacks = 0;
   // The last bound on measuring (the cheapest program over the candidates timed before the
   // last batch; infinite: none), and the candidates timed by one run for being slower.
   double bound_seconds = 0;

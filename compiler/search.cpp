@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -160,16 +161,38 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   std::vector<CandidateInfo> candidates = collect_candidates(view);
   extract.candidates = &candidates;
   report.candidates = candidates.size();
-  for (CandidateInfo& c : candidates) {
-    if (auto it = extract.node_of_class.find(c.output); it != extract.node_of_class.end()) {
-      c.what = "%" + std::to_string(it->second) + " (" +
-               std::string(graph::op_name(g.node(it->second).op)) + ") " +
-               c.what.substr(c.what.find("as "));
+  auto name_by_node = [&](std::vector<CandidateInfo>& list) {
+    for (CandidateInfo& c : list) {
+      if (auto it = extract.node_of_class.find(c.output); it != extract.node_of_class.end()) {
+        c.what = "%" + std::to_string(it->second) + " (" +
+                 std::string(graph::op_name(g.node(it->second).op)) + ") " +
+                 c.what.substr(c.what.find("as "));
+      }
     }
-  }
+  };
+  name_by_node(candidates);
 
   // check
   check_candidates(candidates, values, measurer, options.dims, rules_of, report, options.verbose);
+  // An e-class whose every candidate failed its check (a fused Kernel rejected where fusion
+  // subsumed the unfused one) gets its one-op Kernel back; that one reads its producer's
+  // e-class, which may need the same, hence rounds.
+  std::set<std::pair<engine::FunctionId, engine::RowId>> restored_rows;
+  for (;;) {
+    std::vector<CandidateInfo> restored;
+    for (CandidateInfo& c : subsumed_one_op_kernels(view, classes_without_checked(candidates))) {
+      if (restored_rows.insert({c.node.function, c.node.row}).second) {
+        restored.push_back(std::move(c));
+      }
+    }
+    if (restored.empty()) break;
+    name_by_node(restored);
+    check_candidates(restored, values, measurer, options.dims, rules_of, report, options.verbose);
+    report.fallbacks += restored.size();
+    candidates.insert(candidates.end(), std::make_move_iterator(restored.begin()),
+                      std::make_move_iterator(restored.end()));
+  }
+  report.candidates = candidates.size();
   report.check_seconds = since(start);
 
   // measure

@@ -21,14 +21,15 @@ std::uint64_t add_saturating(std::uint64_t a, std::uint64_t b) {
   return sum < a ? std::numeric_limits<std::uint64_t>::max() : sum;
 }
 
-// Calls visit(node) for every live, unsubsumed row of every extractable table, in a fixed order.
+// Calls visit(node) for every live, unsubsumed (or, with `subsumed_too`, every live) row of every
+// extractable table, in a fixed order.
 template <class Visit>
-void for_each_enode(const EGraph& egraph, Visit&& visit) {
+void for_each_enode(const EGraph& egraph, Visit&& visit, bool subsumed_too = false) {
   for (FunctionId f = 0; f < egraph.num_functions(); ++f) {
     if (!extractable(egraph, f)) continue;
     const Table& t = egraph.table(f);
     for (RowId r = 0; r < t.end(); ++r) {
-      if (t.alive(r) && !t.subsumed(r)) visit(ENode{f, r});
+      if (t.alive(r) && (subsumed_too || !t.subsumed(r))) visit(ENode{f, r});
     }
   }
 }
@@ -276,7 +277,8 @@ std::vector<std::string> TreeExtractor::variants(SortId sort, Value eclass,
   return out;
 }
 
-DagExtractor::DagExtractor(const EGraph& egraph, ENodeCost cost) : egraph_(egraph) {
+DagExtractor::DagExtractor(const EGraph& egraph, ENodeCost cost, bool subsumed_too)
+    : egraph_(egraph) {
   bool changed = true;
   while (changed) {
     changed = false;
@@ -310,7 +312,7 @@ DagExtractor::DagExtractor(const EGraph& egraph, ENodeCost cost) : egraph_(egrap
         best_[eclass] = Best{total, node, std::move(classes)};
         changed = true;
       }
-    });
+    }, subsumed_too);
   }
 }
 

@@ -63,7 +63,9 @@ using ENodeCost = std::function<double(const EGraph&, const ENode&)>;
 
 class DagExtractor {
  public:
-  DagExtractor(const EGraph& egraph, ENodeCost cost);
+  // `subsumed_too`: subsumed rows are offered as well, and `cost` decides whether they can be
+  // chosen (a fallback that a rule subsumed for being slower, not for being wrong).
+  DagExtractor(const EGraph& egraph, ENodeCost cost, bool subsumed_too = false);
 
   // The chosen e-node for each e-class reachable from the root, and their total cost
   // (each e-class counted once). nullopt if the root has no extractable term.

@@ -100,7 +100,8 @@ void write_report(const std::string& path, const std::string& model, const std::
     for (std::size_t i = 0; i < g.members.size(); ++i) out << (i ? ", " : "") << g.members[i];
     out << "], \"nodes\": " << g.nodes << ", \"eclasses\": " << r.eclasses
         << ", \"enodes\": " << r.enodes << ", \"candidates\": " << r.candidates
-        << ", \"checked\": " << r.checked << ", \"measured\": " << r.measured
+        << ", \"checked\": " << r.checked << ", \"fallbacks\": " << r.fallbacks
+        << ", \"measured\": " << r.measured
         << ", \"cache_hits\": " << r.cache_hits << ", \"timed_once\": " << r.over_bound
         << ", \"bound_seconds\": "
         << (std::isfinite(r.bound_seconds) ? std::to_string(r.bound_seconds) : "null")

@@ -339,6 +339,32 @@ TEST_CASE("compile: candidates in e-classes that a rule created are checked too"
   CHECK(c.error < 1e-5);
 }
 
+TEST_CASE("compile: an e-class whose fused kernels all fail their check falls back on its one-op "
+          "kernel, not the whole group on the one-op program", "[compile]") {
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(4), Expr(8)});
+  GraphTensor y = b.input("y", {Expr(4), Expr(8)});
+  graph::recip(x).output("r");
+  (graph::exp(y) * y + 2.0).output("z");  // fuses into one kernel
+  // A wrong Kernel takes the place of recip's one-op Kernel, which it subsumes, as fusion's
+  // inlining subsumes the Kernel it replaces.
+  const Compiled c = compile_with(b.graph(), R"egg(
+    (rule ((= r (Recip x v)) (one-op-kernel r b ins) (= d (dtype-of r)) (= dx (dtype-of x))
+           (= wrong (one-op-body "Sqrt" d 0 v dx)))
+          ((union r (Kernel wrong ins)) (subsume (Kernel b ins)))
+          :ruleset fusion :name "wrong-recip-subsumes")
+  )egg");
+  const compiler::GroupReport& report = c.report();
+  const compiler::Rejection* r = rejection_by(report, "wrong-recip-subsumes");
+  REQUIRE(r != nullptr);
+  CHECK(kiln::testing::contains(r->why, "the interpreter says"));
+  CHECK(report.fallbacks >= 1);  // one per form of recip's e-class (a view may give two)
+  INFO("kept one-op " << report.kept_one_op << ", searched steps " << report.searched_steps);
+  // The rules' program: recip's one-op kernel and the fused chain (the one-op program has 4).
+  CHECK(report.searched_steps == 2);
+  CHECK(c.error < 1e-5);
+}
+
 TEST_CASE("compile: a kernel of the wrong size, one reading out of bounds and a Gemm with an "
           "unbound dim are rejected with their rule", "[compile]") {
   GraphBuilder b;
