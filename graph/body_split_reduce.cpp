@@ -63,12 +63,15 @@ SplitReduce split_reduce(const Body& body, std::int64_t parts) {
     throw UserError("a reduction of " + std::to_string(*n) + " elements is too short for " +
                     std::to_string(parts) + " parts");
   }
-  // Each output iteration's row-major index, and their count: where its states go.
-  Expr iteration(0), iterations(1);
-  for (const Loop& l : loops) {
-    iteration = iteration * l.extent + Expr::dim(l.var);
-    iterations = iterations * l.extent;
-  }
+  // Each output iteration's row-major index over a new Body's loops (`same`: the original
+  // loop's variable in it), and their count: where its states go.
+  auto iteration_in = [&](const std::map<std::string, Expr>& same) {
+    Expr index(0);
+    for (const Loop& l : loops) index = index * l.extent + same.at(l.var);
+    return index;
+  };
+  Expr iterations(1);
+  for (const Loop& l : loops) iterations = iterations * l.extent;
   const Expr per_iteration(parts * static_cast<std::int64_t>(states));
 
   // The partial states: state component k of the fold over chunk c.
@@ -106,7 +109,8 @@ SplitReduce split_reduce(const Body& body, std::int64_t parts) {
   }
   pb.set_guard(body.guard());
   SplitReduce out{pb.finish(value, iterations * per_iteration,
-                            (iteration * parts + c) * static_cast<std::int64_t>(states) + k),
+                            (iteration_in(same) * parts + c) * static_cast<std::int64_t>(states) +
+                                k),
                   Body{}};
 
   // The combine: the Body with the reduction folding the P states of its iteration.
@@ -131,7 +135,7 @@ SplitReduce split_reduce(const Body& body, std::int64_t parts) {
     if (!(m.elements == states && lift == merged.lift)) merged.name = m.name + "_states";
     std::vector<ScalarId> elements;
     for (std::size_t j = 0; j < states; ++j) {
-      elements.push_back(cb.load(states_slot, (iteration * parts + Expr::dim(var)) *
+      elements.push_back(cb.load(states_slot, (iteration_in(same) * parts + Expr::dim(var)) *
                                                       static_cast<std::int64_t>(states) +
                                                   static_cast<std::int64_t>(j)));
     }

@@ -42,6 +42,13 @@ Tolerance tolerance(DType dtype, std::int64_t reduction_length) {
 }
 
 std::int64_t reduction_length(const Body& body, const DimValues& dims) {
+  // An extent may name a loop or reduction variable (a split's ragged last chunk,
+  // min(chunk, n - c * chunk)): taken at that variable's first iteration, the longest chunk.
+  DimValues at_first = dims;
+  for (const Loop& l : body.loops()) at_first.emplace(l.var, 0);
+  for (const Scalar& s : body.scalars()) {
+    if (s.op == ScalarOp::Reduce) at_first.emplace(s.var, 0);
+  }
   std::map<ScalarId, std::int64_t> memo;
   // The longest chain of nested reductions below `id` (elements of a Reduce are its args).
   auto length = [&](auto&& self, ScalarId id) -> std::int64_t {
@@ -49,7 +56,7 @@ std::int64_t reduction_length(const Body& body, const DimValues& dims) {
     const Scalar& s = body.scalar(id);
     std::int64_t inner = 1;
     for (ScalarId a : s.args) inner = std::max(inner, self(self, a));
-    if (s.op == ScalarOp::Reduce) inner = times(at_least_one(evaluate(s.extent, dims)), inner);
+    if (s.op == ScalarOp::Reduce) inner = times(at_least_one(evaluate(s.extent, at_first)), inner);
     memo[id] = inner;
     return inner;
   };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/body.hpp"
+#include "graph/compare.hpp"
 #include "graph/body_split_reduce.hpp"
 #include "graph/monoid_online_softmax.hpp"
 #include "tests/unit/body_cases.hpp"
@@ -75,6 +76,12 @@ TEST_CASE("split reduce: partial states and their combine compute the Body's val
       const double slack = t == DType::F16 || t == DType::BF16 ? 8.0 : 1.0;
       check_close(kiln::testing::expected_output(c), kiln::testing::expected_output(*original),
                   slack * kiln::testing::case_tolerance(t));
+      // A chunk's length (ragged: it names the chunk's loop variable) is at most the whole
+      // reduction's: the check tolerance of the partial states comes from it.
+      std::int64_t chunk = 0;
+      REQUIRE_NOTHROW(chunk = reduction_length(split.partial.body, split.partial.dims));
+      CHECK(chunk >= 1);
+      CHECK(chunk <= reduction_length(original->body, original->dims));
       // The ragged chunks are proven in bounds where the Body is.
       if (kiln::testing::bounds_proof(*original).empty()) {
         CHECK(kiln::testing::bounds_proof(split.partial) == "");
