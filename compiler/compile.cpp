@@ -11,6 +11,7 @@
 #include "compiler/group_cache.hpp"
 #include "compiler/lower_program.hpp"
 #include "compiler/partition.hpp"
+#include "graph/views_in_bounds.hpp"
 #include "support/diagnostic.hpp"
 
 #ifndef KILN_SOURCE_RULES_DIR
@@ -58,6 +59,7 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
                         const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   graph::validate(g);
+  graph::check_views_in_bounds(g, options.search.dims);
   CompiledProgram out;
   SearchOptions search = options.search;
   search.rule_files = rule_files(options, target);

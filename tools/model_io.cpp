@@ -16,6 +16,7 @@
 #include "graph/memory_estimate.hpp"
 #include "graph/npy.hpp"
 #include "graph/random_inputs.hpp"
+#include "graph/views_in_bounds.hpp"
 #include "runtime/buffer_plan.hpp"
 #include "runtime/executor.hpp"
 #include "support/diagnostic.hpp"
@@ -205,6 +206,7 @@ std::int64_t check_peak_bytes(const Graph& g, const runtime::Llir& llir,
 int run_and_report(const graph::Graph& g, const runtime::Llir& llir, runtime::Target& target,
                    const graph::DimValues& dims, const ModelInputs& in, int runs, int top,
                    bool check) {
+  graph::check_views_in_bounds(g, dims);
   std::map<std::string, graph::Tensor> outputs;
   runtime::RunProfile profile;
   std::vector<double> totals;
