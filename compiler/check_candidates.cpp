@@ -127,9 +127,11 @@ void check_candidates(std::vector<CandidateInfo>& candidates, ClassValues& value
     const ClassValue& want = *values.get(c.output);
     // A combine of partial states completes the reductions that made them.
     const std::string why =
-        got[r].ok() ? graph::mismatch(got[r].output, want.data, want.dtype,
-                                      reduction_length(runnable[r], dims) *
-                                          values.upstream_reduction(c.inputs))
+        got[r].ok() ? graph::mismatch(got[r].output, want.data,
+                                      graph::tolerance(want.dtype,
+                                                       reduction_length(runnable[r], dims) *
+                                                           values.upstream_reduction(c.inputs)),
+                                      want.spread)
                     : "it failed to run: " + got[r].failure;
     ++report.checked;
     if (!why.empty()) reject(c, why + " (reference: " + want.term + ")", rules_of, report, verbose);

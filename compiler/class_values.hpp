@@ -35,6 +35,9 @@ struct ClassValue {
   // The reductions behind a Kernel-only value (a split's partial states fold chunks of the
   // reduction its reader completes): a reader's check tolerance grows by it.
   std::int64_t reduction_length = 1;
+  // Per element, how far the reference's own roundings move it (graph::rounding_spread; original
+  // nodes only, empty otherwise): a check allows that much more.
+  std::vector<double> spread = {};
 };
 
 class ClassValues {

@@ -138,6 +138,13 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   check_reference_fits(g, reference.dims);
   reference.inputs = graph::random_inputs(g, reference.dims, options.seed);
   reference.values = graph::interpret_all(g, reference.dims, reference.inputs);
+  {
+    const std::vector<std::vector<double>> in_double = graph::interpret_all(
+        g, reference.dims, reference.inputs, graph::Rounding::FloatsInDouble);
+    for (NodeId id = 0; id < g.size(); ++id) {
+      reference.spread.push_back(graph::rounding_spread(reference.values[id], in_double[id]));
+    }
+  }
   ClassValues values(view, reference.dims);
   ExtractInputs extract;
   extract.view = &view;
@@ -148,7 +155,8 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     KILN_ASSERT(global != nullptr, "search: node %" + std::to_string(id) + " has no term");
     const Value c = view.find(global->value);
     const graph::Node& n = g.node(id);
-    values.set(c, ClassValue{n.dtype, n.shape, reference.values[id], "%" + std::to_string(id)});
+    values.set(c, ClassValue{n.dtype, n.shape, reference.values[id], "%" + std::to_string(id), 1,
+                             reference.spread[id]});
     extract.node_of_class.emplace(c, id);
     if (n.op == Op::Output) {
       extract.outputs.push_back(id);

@@ -38,8 +38,10 @@ std::string verify_here(const GroupProgram& program, const ChunkGraph& chunk,
     for (graph::NodeId id = 0; id < g.size(); ++id) {
       const graph::Node& n = g.node(id);
       if (n.op != graph::Op::Output) continue;
-      std::string why = graph::mismatch(got.at(n.name).data, reference.values[id], n.dtype,
-                                        graph::reduction_length(g, id, reference.dims));
+      std::string why = graph::mismatch(
+          got.at(n.name).data, reference.values[id],
+          graph::tolerance(n.dtype, graph::reduction_length(g, id, reference.dims)),
+          id < reference.spread.size() ? reference.spread[id] : std::vector<double>{});
       if (!why.empty()) return "output " + n.name + ": " + why;
     }
   } catch (const std::exception& e) {

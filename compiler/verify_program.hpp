@@ -21,6 +21,8 @@ struct GroupReference {
   graph::DimValues dims;                          // the check dims
   std::map<std::string, graph::Tensor> inputs;    // random, seeded
   std::vector<std::vector<double>> values;        // every node's value
+  // Every node's graph::rounding_spread: how far its own roundings move each element.
+  std::vector<std::vector<double>> spread;
 };
 
 // "" when `program` reproduces every output of `reference`, else why not (a mismatch naming

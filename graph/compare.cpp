@@ -83,14 +83,15 @@ std::int64_t reduction_length(const Graph& g, NodeId id, const DimValues& dims) 
 }
 
 std::string mismatch(const std::vector<double>& got, const std::vector<double>& want,
-                     Tolerance tol) {
+                     Tolerance tol, const std::vector<double>& slack) {
   if (got.size() != want.size()) {
     return "has " + std::to_string(got.size()) + " elements, expected " +
            std::to_string(want.size());
   }
   for (std::size_t i = 0; i < want.size(); ++i) {
     const double w = want[i], g = got[i];
-    const double limit = tol.absolute + tol.relative * std::fabs(w);
+    const double limit = tol.absolute + tol.relative * std::fabs(w) +
+                         (i < slack.size() && std::isfinite(slack[i]) ? slack[i] : 0.0);
     const bool same = std::isnan(w)   ? std::isnan(g)
                       : std::isinf(w) ? g == w
                                       : std::isfinite(g) && std::fabs(g - w) <= limit;
@@ -103,6 +104,16 @@ std::string mismatch(const std::vector<double>& got, const std::vector<double>& 
     }
   }
   return "";
+}
+
+std::vector<double> rounding_spread(const std::vector<double>& rounded,
+                                    const std::vector<double>& in_double) {
+  std::vector<double> out(rounded.size(), 0.0);
+  for (std::size_t i = 0; i < rounded.size() && i < in_double.size(); ++i) {
+    const double d = std::fabs(rounded[i] - in_double[i]);
+    if (std::isfinite(d)) out[i] = kSpreadFactor * d;
+  }
+  return out;
 }
 
 std::string mismatch(const std::vector<double>& got, const std::vector<double>& want,

@@ -50,8 +50,19 @@ std::int64_t reduction_length(const Graph& g, NodeId id, const DimValues& dims);
 
 // "" when `got` agrees with `want` element by element within `tol`; else a message naming the
 // first element that differs (or the sizes, when they differ: never a partial comparison).
+// `slack`: per element, more absolute room (empty: none) -- how far the reference's own
+// roundings move that element (see rounding_spread).
 std::string mismatch(const std::vector<double>& got, const std::vector<double>& want,
-                     Tolerance tol);
+                     Tolerance tol, const std::vector<double>& slack = {});
+
+// Per element, kSpreadFactor times the distance between a value rounded at every node (the
+// reference) and the same value computed in double: where a value is ill-conditioned (the sine
+// of an argument of 166, whose one f32 ulp is 1.5e-5), a correct kernel that rounds at other
+// places (an FMA) lands that far from the reference, beyond the dtype's few ulps. Non-finite
+// pairs give 0 (they are compared exactly).
+std::vector<double> rounding_spread(const std::vector<double>& rounded,
+                                    const std::vector<double>& in_double);
+constexpr double kSpreadFactor = 2.0;
 // mismatch() with tolerance(dtype, reduction_length).
 std::string mismatch(const std::vector<double>& got, const std::vector<double>& want,
                      DType dtype, std::int64_t reduction_length = 1);

@@ -191,7 +191,8 @@ std::vector<double> input_value(const Graph& g, NodeId id, const DimValues& dims
 // Runs `g`. keep_all: every node's value stays in `values`; else a value is freed after its
 // last reader (Outputs stay) and an Input is fetched when its first reader runs.
 void run(const Graph& g, const DimValues& dims, const InputSource& source, bool keep_all,
-         std::vector<std::vector<double>>& values, InterpretStats* stats) {
+         std::vector<std::vector<double>>& values, InterpretStats* stats,
+         Rounding rounding = Rounding::ToDtype) {
   values.assign(g.size(), {});
   std::vector<std::size_t> readers(g.size(), 0);  // edges still to read each value
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -347,7 +348,9 @@ void run(const Graph& g, const DimValues& dims, const InputSource& source, bool 
       fail(g, id, "computed " + std::to_string(out.size()) + " values for shape " +
                       shape_text(shape));
     }
-    for (double& v : out) v = round_to_dtype(v, n.dtype);
+    if (rounding == Rounding::ToDtype || !is_float(n.dtype)) {
+      for (double& v : out) v = round_to_dtype(v, n.dtype);
+    }
     for (const std::vector<double>& x : copies) live -= bytes(x.size());
     values[id] = std::move(out);
     if (keep_all) continue;
@@ -371,11 +374,12 @@ InputSource from_map(const Graph& g, const std::map<std::string, Tensor>& inputs
 }  // namespace
 
 std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
-                                               const std::map<std::string, Tensor>& inputs) {
+                                               const std::map<std::string, Tensor>& inputs,
+                                               Rounding rounding) {
   validate(g);
   check_graph_memory(g, dims);
   std::vector<std::vector<double>> values;
-  run(g, dims, from_map(g, inputs), /*keep_all=*/true, values, nullptr);
+  run(g, dims, from_map(g, inputs), /*keep_all=*/true, values, nullptr, rounding);
   return values;
 }
 

@@ -65,10 +65,16 @@ std::int64_t numel(const std::vector<std::int64_t>& shape);
 // `v` rounded to what `t` can hold (see "Rounding" above).
 double round_to_dtype(double v, DType t);
 
+// How an interpretation rounds: every value to its node's dtype (the reference), or float
+// values not at all (computed in double; integers and bools still round as their dtype says).
+// The difference between the two is how far the reference's own roundings move a value.
+enum class Rounding { ToDtype, FloatsInDouble };
+
 // The value of every node (by node id, row-major in the node's shape) when `g` runs with its
 // dims bound by `dims` and its Input nodes fed from `inputs` (by name).
 std::vector<std::vector<double>> interpret_all(const Graph& g, const DimValues& dims,
-                                               const std::map<std::string, Tensor>& inputs);
+                                               const std::map<std::string, Tensor>& inputs,
+                                               Rounding rounding = Rounding::ToDtype);
 
 // An Input node's value, asked for once, when the first node that reads it runs.
 using InputSource = std::function<Tensor(NodeId)>;

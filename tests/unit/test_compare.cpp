@@ -60,6 +60,24 @@ TEST_CASE("mismatch: the tolerance is absolute plus relative to each element") {
                  "element 2 is 5, the interpreter says 3"));
 }
 
+TEST_CASE("mismatch: per-element slack from the reference's rounding spread") {
+  // The reference rounded at every node, the same computed in double: an ill-conditioned
+  // element (1.0 vs 1.01) gets twice that distance as room, the others none beyond the dtype's.
+  const std::vector<double> rounded{1.0, 0.5, kInf};
+  const std::vector<double> in_double{1.01, 0.5, 1e300};
+  const std::vector<double> spread = rounding_spread(rounded, in_double);
+  CHECK(spread[0] == Approx(2 * 0.01));
+  CHECK(spread[1] == 0.0);
+  CHECK(spread[2] == 0.0);  // not finite: compared exactly
+  const Tolerance tol = tolerance(DType::F32);
+  CHECK(mismatch({1.015, 0.5, kInf}, rounded, tol, spread) == "");
+  CHECK(contains(mismatch({1.03, 0.5, kInf}, rounded, tol, spread), "element 0"));
+  CHECK(contains(mismatch({1.0, 0.5001, kInf}, rounded, tol, spread), "element 1"));
+  CHECK(contains(mismatch({1.0, 0.5, 1e300}, rounded, tol, spread), "element 2"));
+  // Without slack the first is out.
+  CHECK(contains(mismatch({1.015, 0.5, kInf}, rounded, tol), "element 0"));
+}
+
 TEST_CASE("mismatch: the softmax case, bad small elements next to large ones") {
   // A softmax row: one large probability and a tail of small ones. The tail is wrong by 2x.
   // The old rule (2e-4 times the largest |want|) accepted this; per element it is caught.

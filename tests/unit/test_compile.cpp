@@ -365,6 +365,25 @@ TEST_CASE("compile: an e-class whose fused kernels all fail their check falls ba
   CHECK(c.error < 1e-5);
 }
 
+TEST_CASE("compile: an ill-conditioned value is checked within the reference's own rounding "
+          "spread", "[compile]") {
+  // sin(x * 100000 + pi/2): random inputs lie in [-1/8, 1/8] here, so arguments reach 12500,
+  // whose f32 ulp is 1e-3. The interpreter rounds
+  // the product and the sum; a fused kernel contracts them into one FMA (where the machine has
+  // FMA), one rounding fewer, and its sine moves by up to that ulp: far past the dtype's
+  // tolerance (4e-6), within how far the reference's own roundings move it (computed in double).
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(64)});
+  graph::sin(x * 100000.0 + 1.5707963267948966).output("y");
+  const Compiled c = compile_with(b.graph(), "");
+  const compiler::GroupReport& report = c.report();
+  std::string rejections;
+  for (const compiler::Rejection& r : report.rejected) rejections += r.what + ": " + r.why + "\n";
+  INFO(rejections);
+  CHECK(report.rejected.empty());
+  CHECK(report.searched_steps == 1);  // the whole chain in one kernel
+}
+
 TEST_CASE("compile: a kernel of the wrong size, one reading out of bounds and a Gemm with an "
           "unbound dim are rejected with their rule", "[compile]") {
   GraphBuilder b;

@@ -100,6 +100,29 @@ TEST_CASE("interpret: elementwise ops match hand-computed values [graph]", "[gra
   CHECK(r.at("iota").data == std::vector<double>{0, 1, 2, 3, 4, 5});
 }
 
+TEST_CASE("interpret: floats in double skip the per-node rounding, integers still round",
+          "[graph]") {
+  Graph g;
+  std::vector<Expr> s{2};
+  NodeId a = input(g, "a", s);
+  Node c = make(Op::Constant, DType::F32, s);
+  c.value = 0.1;
+  const NodeId tenth = g.add_node(c);
+  const NodeId sum = binary(g, Op::Add, a, tenth, DType::F32, s);
+  const NodeId cast = unary(g, Op::Cast, sum, DType::I32, s);
+  output(g, "sum", sum);
+  output(g, "cast", cast);
+  const std::map<std::string, Tensor> in{{"a", {DType::F32, {2}, {1.0, 2.9}}}};
+  const auto rounded = interpret_all(g, {}, in);
+  const auto exact = interpret_all(g, {}, in, Rounding::FloatsInDouble);
+  CHECK(rounded[tenth][0] == static_cast<double>(0.1f));
+  CHECK(exact[tenth][0] == 0.1);
+  CHECK(exact[sum][0] == 1.0 + 0.1);
+  CHECK(rounded[sum][0] == static_cast<double>(static_cast<float>(1.0 + static_cast<double>(0.1f))));
+  CHECK(exact[cast] == std::vector<double>{1, 3});  // truncated as an i32 either way
+  CHECK(rounded[cast] == std::vector<double>{1, 3});
+}
+
 TEST_CASE("interpret: integer Mod is a floor modulus [graph]", "[graph]") {
   Graph g;
   NodeId a = input(g, "a", {4}, DType::I32);
