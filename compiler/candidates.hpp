@@ -31,6 +31,10 @@ struct CandidateInfo {
   std::string why;   // the check that rejected it
   double cost = std::numeric_limits<double>::infinity();
   bool measured = false;
+  // The cost model's estimate, its inputs' excluded (rank_candidates.hpp); pruned: ranked out
+  // before checking (then also `rejected`, with the reason in `why`, but not a rejection).
+  double estimate = std::numeric_limits<double>::infinity();
+  bool pruned = false;
 };
 
 // Every live Kernel, Gemm and QGemm row, in row order. A row whose operands cannot be read (a Gemm

@@ -105,7 +105,7 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
       const double eta = elapsed / static_cast<double>(gi + 1) *
                          static_cast<double>(partition.groups.size() - gi - 1);
       std::cerr << "  " << r.eclasses << " e-classes, " << r.candidates << " candidates, "
-                << r.checked << " checked, " << r.rejected.size() << " rejected, " << r.measured
+                << r.pruned << " ranked out, " << r.checked << " checked, " << r.rejected.size() << " rejected, " << r.measured
                 << " measured (" << r.cache_hits << " cached"
                 << (r.over_bound ? ", " + std::to_string(r.over_bound) +
                                        " by one run: slower than a whole program"

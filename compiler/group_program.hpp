@@ -49,6 +49,7 @@ struct Rejection {
 struct GroupReport {
   std::size_t eclasses = 0, enodes = 0, candidates = 0, measured = 0, cache_hits = 0;
   std::size_t checked = 0;
+  std::size_t pruned = 0;  // ranked out by the cost model before checking (rank_candidates)
   // The last bound on measuring (the cheapest program over the candidates timed before the
   // last batch; infinite: none), and the candidates timed by one run for being slower.
   double bound_seconds = 0;

@@ -11,9 +11,11 @@
 #include "compiler/candidates.hpp"
 #include "compiler/check_candidates.hpp"
 #include "compiler/class_values.hpp"
+#include "compiler/cost_model.hpp"
 #include "compiler/egraph_view.hpp"
 #include "compiler/extract_program.hpp"
 #include "compiler/measure_candidates.hpp"
+#include "compiler/rank_candidates.hpp"
 #include "compiler/lower_program.hpp"
 #include "compiler/verify_program.hpp"
 #include "graph/body_lower.hpp"
@@ -168,6 +170,33 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     }
   }
 
+  // rank
+  if (options.measure_top > 0) {
+    RankInputs rank;
+    rank.view = &view;
+    rank.values = &values;
+    rank.dims = options.dims;
+    rank.rates = machine_rates(measurer.cache_dir() /
+                               ("machine-rates-" + Measurer::hex(support::hash128(
+                                                        measurer.fingerprint().data(),
+                                                        measurer.fingerprint().size())) + ".txt"));
+    rank.output_classes = extract.output_classes;
+    rank.top = options.measure_top;
+    for (const auto& [c, id] : extract.node_of_class) {
+      if (!graph::has_one_op_body(g.node(id).op)) continue;
+      try {
+        rank.one_op_key.emplace(c, graph::one_op_body(g, id).key());
+      } catch (const std::exception&) {
+        // A form without a one-op Body: that e-class has no baseline kernel.
+      }
+    }
+    report.pruned = rank_candidates(candidates, rank);
+    if (options.verbose) {
+      std::cerr << "  the cost model kept " << candidates.size() - report.pruned << " of "
+                << candidates.size() << " candidates\n";
+    }
+  }
+
   // check
   check_candidates(candidates, values, measurer, options.dims, rules_of, report, options.verbose);
   report.check_seconds = since(start);
@@ -184,7 +213,6 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   measure_candidates(candidates, values, measurer, options.dims, options.max_measurements,
                      cheapest_so_far, rules_of, report, options.verbose);
   report.measure_seconds = since(start);
-
   // extract, verify; a program that fails its check bans its suspects and is extracted again
   start = Clock::now();
   std::optional<GroupProgram> chosen;
