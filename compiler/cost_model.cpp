@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/cache_files.hpp"
+#include "support/hash.hpp"
 #include "targets/cpu/row_state.hpp"
 #include "targets/cpu/vector_clones.hpp"
 
@@ -295,6 +296,12 @@ MachineRates machine_rates(const std::filesystem::path& file) {
     // Not cached: measured again next time.
   }
   return rates;
+}
+
+MachineRates machine_rates(const Measurer& measurer) {
+  const std::string& fingerprint = measurer.fingerprint();
+  const support::Hash128 key = support::hash128(fingerprint.data(), fingerprint.size());
+  return machine_rates(measurer.cache_dir() / ("machine-rates-" + Measurer::hex(key) + ".txt"));
 }
 
 CostEstimate estimate_cost(const Candidate& candidate, const graph::DimValues& dims,

@@ -25,6 +25,8 @@ MachineRates measure_machine_rates();
 // Measured once per machine: read from `file` when it holds them, else measured and written
 // there (a file that cannot be written is not an error: the next compile measures again).
 MachineRates machine_rates(const std::filesystem::path& file);
+// This machine's, cached in `measurer`'s cache folder under its fingerprint.
+MachineRates machine_rates(const Measurer& measurer);
 
 // This process's memcpy bandwidth (bytes read plus written per second), measured on first use.
 double copy_bandwidth();

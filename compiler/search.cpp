@@ -176,10 +176,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     rank.view = &view;
     rank.values = &values;
     rank.dims = options.dims;
-    rank.rates = machine_rates(measurer.cache_dir() /
-                               ("machine-rates-" + Measurer::hex(support::hash128(
-                                                        measurer.fingerprint().data(),
-                                                        measurer.fingerprint().size())) + ".txt"));
+    rank.rates = machine_rates(measurer);
     rank.output_classes = extract.output_classes;
     rank.top = options.measure_top;
     for (const auto& [c, id] : extract.node_of_class) {
@@ -213,6 +210,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   measure_candidates(candidates, values, measurer, options.dims, options.max_measurements,
                      cheapest_so_far, rules_of, report, options.verbose);
   report.measure_seconds = since(start);
+
   // extract, verify; a program that fails its check bans its suspects and is extracted again
   start = Clock::now();
   std::optional<GroupProgram> chosen;
