@@ -95,6 +95,29 @@ TEST_CASE("cost model: a reduction read with unit stride costs less than the str
   }
 }
 
+// out[i, j] = in[i, j] + max over r < n of in[i, r]: the max needs i only.
+Body minus_row_max() {
+  BodyBuilder b({DType::F32});
+  const Expr n = Expr::dim("n");
+  const Expr i = b.output_loop(n);
+  const Expr j = b.output_loop(n);
+  const std::string r = b.reduce_var();
+  const graph::ScalarId row = b.load(0, i * n + Expr::dim(r));
+  const graph::ScalarId max = b.reduce(b.max_monoid(DType::F32), r, n, {row}, DType::F32);
+  return b.finish(b.binary(ScalarOp::Add, b.load(0, i * n + j), max), n * n, i * n + j);
+}
+
+TEST_CASE("cost model: a reduction counts once per iteration of the loops it needs",
+          "[cost_model]") {
+  // The code generator hoists the row's max out of the loop over j: n^2 folds and n^2 adds,
+  // not n^3 folds.
+  const std::int64_t n = 256;
+  const DimValues dims{{"n", n}};
+  const auto e = estimate_cost(compiler::body_candidate(minus_row_max(), {n * n}, dims), dims, kRates);
+  CHECK(e.flops < 4.0 * n * n);
+  CHECK(e.flops >= 2.0 * n * n);
+}
+
 TEST_CASE("cost model: a library product is priced by its flops", "[cost_model]") {
   runtime::LibraryCall call;
   call.op = "gemm";
