@@ -2,8 +2,8 @@
 #include "compiler/cost_model.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -34,12 +34,23 @@ double seconds_since(Clock::time_point start) {
 // compiled for each x86 level. Returns a value that depends on every chain, so none is dropped.
 using Vec16 = float __attribute__((vector_size(64)));
 KILN_VECTOR_CLONES float fma_chains(long rounds, float m, float k) {
-  Vec16 a0{}, a1{}, a2{}, a3{}, a4{}, a5{}, a6{}, a7{}, a8{}, a9{}, a10{}, a11{};
-  a1 += 1; a2 += 2; a3 += 3; a4 += 4; a5 += 5; a6 += 6; a7 += 7; a8 += 8; a9 += 9; a10 += 10; a11 += 11;
+  // Different starts, so that no two chains are one computation to the compiler.
+  const Vec16 a{};
+  Vec16 a0 = a, a1 = a + 1, a2 = a + 2, a3 = a + 3, a4 = a + 4, a5 = a + 5, a6 = a + 6, a7 = a + 7,
+        a8 = a + 8, a9 = a + 9, a10 = a + 10, a11 = a + 11;
   for (long i = 0; i < rounds; ++i) {
-    a0 = a0 * m + k; a1 = a1 * m + k; a2 = a2 * m + k; a3 = a3 * m + k;
-    a4 = a4 * m + k; a5 = a5 * m + k; a6 = a6 * m + k; a7 = a7 * m + k;
-    a8 = a8 * m + k; a9 = a9 * m + k; a10 = a10 * m + k; a11 = a11 * m + k;
+    a0 = a0 * m + k;
+    a1 = a1 * m + k;
+    a2 = a2 * m + k;
+    a3 = a3 * m + k;
+    a4 = a4 * m + k;
+    a5 = a5 * m + k;
+    a6 = a6 * m + k;
+    a7 = a7 * m + k;
+    a8 = a8 * m + k;
+    a9 = a9 * m + k;
+    a10 = a10 * m + k;
+    a11 = a11 * m + k;
   }
   const Vec16 all = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
   float sum = 0;
@@ -98,14 +109,15 @@ struct Loops {
   // Reductions: how many output loops are around the reduction's loop (the innermost one its
   // Reduce node needs: the reduction is hoisted out of the others).
   std::map<std::string, std::size_t> reduce_depth;
-  graph::DimValues middle;                            // the dims and each variable at its middle
+  graph::DimValues middle;  // the dims and each variable at its middle
 };
 
 Loops loops_of(const Body& body, const graph::DimValues& dims) {
   Loops out;
   out.middle = dims;
   auto bind = [&](const std::string& var, const graph::Expr& extent) {
-    const double n = static_cast<double>(std::max<std::int64_t>(1, value_at(extent, out.middle).value_or(1)));
+    const double n =
+        static_cast<double>(std::max<std::int64_t>(1, value_at(extent, out.middle).value_or(1)));
     out.extent[var] = n;
     out.middle[var] = static_cast<std::int64_t>(n / 2);
   };
@@ -186,7 +198,8 @@ CostEstimate estimate_body(const Body& body, const Candidate& c, const graph::Di
     const graph::Loop& last = body.loops().back();
     const std::optional<std::int64_t> extent =
         graph::free_dims(last.extent).empty() ? value_at(last.extent, dims) : std::nullopt;
-    if (last.parallel && body.loops().size() >= 2 && extent && *extent <= targets::cpu::kMaxRowStateColumns) {
+    if (last.parallel && body.loops().size() >= 2 && extent &&
+        *extent <= targets::cpu::kMaxRowStateColumns) {
       columns = last.var;
     }
   }
@@ -214,7 +227,8 @@ CostEstimate estimate_body(const Body& body, const Candidate& c, const graph::Di
     if (s.op != ScalarOp::Reduce || !graph::is_float(s.dtype)) continue;
     bool holds_reduction = false;
     for (ScalarId a : s.args) {
-      for (const std::string& v : vars[a]) holds_reduction |= !loops.output_order.count(v) && v != s.var;
+      for (const std::string& v : vars[a])
+        holds_reduction |= !loops.output_order.count(v) && v != s.var;
     }
     if (!holds_reduction) {
       vector_var = s.var;
@@ -249,7 +263,8 @@ CostEstimate estimate_body(const Body& body, const Candidate& c, const graph::Di
                           static_cast<double>(graph::dtype_size(c.input_dtypes[i]));
     e.bytes += std::min(buffer, load_bytes[i]);
   }
-  e.bytes += static_cast<double>(c.output_elements) * static_cast<double>(graph::dtype_size(c.output_dtype));
+  e.bytes += static_cast<double>(c.output_elements) *
+             static_cast<double>(graph::dtype_size(c.output_dtype));
   if (strided) e.penalty *= 4;
   if (!vector_var.empty() && loops.extent.at(vector_var) < 8) e.penalty *= 2;
   if (vector_loop_serial) e.penalty *= 2;
@@ -277,7 +292,9 @@ double copy_bandwidth() {
   return bandwidth;
 }
 
-MachineRates measure_machine_rates() { return {measure_fma_peak(), copy_bandwidth()}; }
+MachineRates measure_machine_rates() {
+  return {measure_fma_peak(), copy_bandwidth()};
+}
 
 MachineRates machine_rates(const std::filesystem::path& file) {
   MachineRates rates;
@@ -314,7 +331,8 @@ CostEstimate estimate_cost(const Candidate& candidate, const graph::DimValues& d
     e.flops = 2;
     for (const char* p : {"batch", "m", "n", "k"}) {
       const auto it = call.params.find(p);
-      e.flops *= static_cast<double>(it == call.params.end() ? 1 : value_at(it->second, dims).value_or(1));
+      e.flops *=
+          static_cast<double>(it == call.params.end() ? 1 : value_at(it->second, dims).value_or(1));
     }
     for (std::size_t i = 0; i < candidate.input_elements.size(); ++i) {
       e.bytes += static_cast<double>(candidate.input_elements[i]) *
@@ -324,7 +342,8 @@ CostEstimate estimate_cost(const Candidate& candidate, const graph::DimValues& d
                static_cast<double>(graph::dtype_size(candidate.output_dtype));
   }
   // Half the peak: measured kernels and library calls of this size reach about that.
-  e.seconds = std::max(e.flops / (rates.flops_per_second / 2), e.bytes / rates.bytes_per_second) * e.penalty +
+  e.seconds = std::max(e.flops / (rates.flops_per_second / 2), e.bytes / rates.bytes_per_second) *
+                  e.penalty +
               kLaunchSeconds;
   return e;
 }

@@ -32,10 +32,10 @@ MachineRates machine_rates(const Measurer& measurer);
 double copy_bandwidth();
 
 struct CostEstimate {
-  double flops = 0;     // arithmetic at the real dims (a transcendental counts for several)
-  double bytes = 0;     // each buffer once: what a kernel must move at least
-  double penalty = 1;   // >= 1: a strided or short innermost loop, a serial loop
-  double seconds = 0;   // max(flops / rate, bytes / bandwidth) * penalty + a launch
+  double flops = 0;    // arithmetic at the real dims (a transcendental counts for several)
+  double bytes = 0;    // each buffer once: what a kernel must move at least
+  double penalty = 1;  // >= 1: a strided or short innermost loop, a serial loop
+  double seconds = 0;  // max(flops / rate, bytes / bandwidth) * penalty + a launch
 };
 
 // The estimate for `candidate` at `dims` (which bind every dim it mentions).

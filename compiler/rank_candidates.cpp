@@ -145,7 +145,8 @@ std::size_t rank_candidates(std::vector<CandidateInfo>& candidates, const RankIn
     }
     if (auto it = by_class.find(eclass); it != by_class.end()) {
       for (std::size_t i : it->second) {
-        if (kept[i]) work.insert(work.end(), candidates[i].inputs.begin(), candidates[i].inputs.end());
+        if (kept[i])
+          work.insert(work.end(), candidates[i].inputs.begin(), candidates[i].inputs.end());
       }
     }
   }
@@ -157,7 +158,8 @@ std::size_t rank_candidates(std::vector<CandidateInfo>& candidates, const RankIn
       prune(candidates[i], "not measured: the cost model ranks it below the best " +
                                std::to_string(in.top) + " of its e-class");
     } else if (!reached.count(in.view->find(candidates[i].output))) {
-      prune(candidates[i], "not measured: no program can use its e-class once the others are ranked");
+      prune(candidates[i],
+            "not measured: no program can use its e-class once the others are ranked");
     } else {
       continue;
     }

@@ -27,12 +27,12 @@ namespace kiln::compiler {
 struct RankInputs {
   const EGraphView* view = nullptr;
   ClassValues* values = nullptr;
-  graph::DimValues dims;                        // the real dims
+  graph::DimValues dims;  // the real dims
   MachineRates rates;
-  std::vector<engine::Value> output_classes;    // what the program computes
+  std::vector<engine::Value> output_classes;  // what the program computes
   // The key of each e-class's one-op Body (e-classes of the graph's own compute nodes).
   std::map<engine::Value, support::Hash128> one_op_key;
-  std::size_t top = 3;                          // 0: keep every candidate
+  std::size_t top = 3;  // 0: keep every candidate
 };
 
 // One candidate as ranked: its e-class, its total (own estimate plus its inputs' cheapest), its
@@ -49,7 +49,8 @@ struct Ranked {
 };
 // Which to keep: per e-class every baseline, the best of each fusion choice (the model prices
 // the work a fusion saves more roughly than the code generator's special forms earn it), and
-// of the others the `top` lowest by (total, estimate, tie); `top` 0 keeps all. The order of `items` does not matter (equal ties aside).
+// of the others the `top` lowest by (total, estimate, tie); `top` 0 keeps all. The order of `items`
+// does not matter (equal ties aside).
 std::vector<bool> keep_best(const std::vector<Ranked>& items, std::size_t top);
 
 // Sets each candidate's `estimate` and prunes as above; returns how many were pruned.

@@ -52,9 +52,11 @@ Body row_sums(bool transposed) {
   BodyBuilder b({DType::F32});
   const Expr i = b.output_loop(Expr::dim("m"));
   const std::string r = b.reduce_var();
-  const Expr position = transposed ? Expr::dim(r) * Expr::dim("m") + i : i * Expr::dim("k") + Expr::dim(r);
+  const Expr position =
+      transposed ? Expr::dim(r) * Expr::dim("m") + i : i * Expr::dim("k") + Expr::dim(r);
   const graph::ScalarId x = b.load(0, position);
-  const graph::ScalarId sum = b.reduce(b.sum_monoid(DType::F32), r, Expr::dim("k"), {x}, DType::F32);
+  const graph::ScalarId sum =
+      b.reduce(b.sum_monoid(DType::F32), r, Expr::dim("k"), {x}, DType::F32);
   return b.finish(sum, Expr::dim("m"), i);
 }
 
@@ -75,8 +77,10 @@ TEST_CASE("cost model: a fused elementwise chain costs less than its two kernels
   }
   // Memory-bound at large n: the fused kernel moves half the bytes.
   const DimValues dims{{"n", 1 << 22}};
-  const auto fused = estimate_cost(compiler::body_candidate(fused_chain(), {1 << 22}, dims), dims, kRates);
-  const auto part = estimate_cost(compiler::body_candidate(elementwise(ScalarOp::Mul, 2), {1 << 22}, dims), dims, kRates);
+  const auto fused =
+      estimate_cost(compiler::body_candidate(fused_chain(), {1 << 22}, dims), dims, kRates);
+  const auto part = estimate_cost(
+      compiler::body_candidate(elementwise(ScalarOp::Mul, 2), {1 << 22}, dims), dims, kRates);
   CHECK(fused.bytes == Approx(part.bytes));
   CHECK(fused.flops == Approx(2 * part.flops));
 }
@@ -86,8 +90,10 @@ TEST_CASE("cost model: a reduction read with unit stride costs less than the str
   for (std::int64_t k : {64, 1024}) {
     INFO("k = " << k);
     const DimValues dims{{"m", 512}, {"k", k}};
-    const auto unit = estimate_cost(compiler::body_candidate(row_sums(false), {512 * k}, dims), dims, kRates);
-    const auto strided = estimate_cost(compiler::body_candidate(row_sums(true), {512 * k}, dims), dims, kRates);
+    const auto unit =
+        estimate_cost(compiler::body_candidate(row_sums(false), {512 * k}, dims), dims, kRates);
+    const auto strided =
+        estimate_cost(compiler::body_candidate(row_sums(true), {512 * k}, dims), dims, kRates);
     CHECK(unit.penalty == 1);
     CHECK(strided.penalty > 1);
     CHECK(unit.flops == Approx(strided.flops));
@@ -113,7 +119,8 @@ TEST_CASE("cost model: a reduction counts once per iteration of the loops it nee
   // not n^3 folds.
   const std::int64_t n = 256;
   const DimValues dims{{"n", n}};
-  const auto e = estimate_cost(compiler::body_candidate(minus_row_max(), {n * n}, dims), dims, kRates);
+  const auto e =
+      estimate_cost(compiler::body_candidate(minus_row_max(), {n * n}, dims), dims, kRates);
   CHECK(e.flops < 4.0 * n * n);
   CHECK(e.flops >= 2.0 * n * n);
 }
@@ -122,10 +129,11 @@ TEST_CASE("cost model: a library product is priced by its flops", "[cost_model]"
   runtime::LibraryCall call;
   call.op = "gemm";
   call.dtype = DType::F32;
-  call.params = {{"batch", Expr(1)}, {"m", Expr(256)}, {"n", Expr(256)}, {"k", Expr(256)},
-                 {"trans_a", Expr(0)}, {"trans_b", Expr(0)}, {"lda", Expr(256)}, {"ldb", Expr(256)},
-                 {"offset_a", Expr(0)}, {"offset_b", Expr(0)}, {"stride_a", Expr(0)},
-                 {"stride_b", Expr(0)}, {"ldc", Expr(256)}, {"stride_c", Expr(0)}};
+  call.params = {{"batch", Expr(1)},    {"m", Expr(256)},      {"n", Expr(256)},
+                 {"k", Expr(256)},      {"trans_a", Expr(0)},  {"trans_b", Expr(0)},
+                 {"lda", Expr(256)},    {"ldb", Expr(256)},    {"offset_a", Expr(0)},
+                 {"offset_b", Expr(0)}, {"stride_a", Expr(0)}, {"stride_b", Expr(0)},
+                 {"ldc", Expr(256)},    {"stride_c", Expr(0)}};
   const auto e = estimate_cost(compiler::gemm_candidate(call, {}), {}, kRates);
   CHECK(e.flops == Approx(2.0 * 256 * 256 * 256));
   CHECK(e.bytes == Approx(3.0 * 256 * 256 * 4));
@@ -133,8 +141,8 @@ TEST_CASE("cost model: a library product is priced by its flops", "[cost_model]"
 }
 
 TEST_CASE("cost model: this machine's rates are measured once and read back", "[cost_model]") {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("kiln-test-cost-model-" + std::to_string(::getpid()));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("kiln-test-cost-model-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const std::filesystem::path file = dir / "rates.txt";
   const MachineRates first = compiler::machine_rates(file);
@@ -158,8 +166,9 @@ TEST_CASE("rank: each e-class keeps its best K and its baseline, in any input or
   // Two e-classes: c1 with five candidates (the worst is its baseline, kept besides the best
   // K), all reading e-class 7, and c2 with two.
   std::vector<Ranked> items = {
-      {1, 5.0, 5.0, "e", true, {7}},  {1, 1.0, 1.0, "a", false, {7}}, {1, 3.0, 3.0, "c", false, {7}},
-      {1, 2.0, 2.0, "b", false, {7}}, {1, 4.0, 4.0, "d", false, {7}}, {2, 9.0, 9.0, "y", false, {7}},
+      {1, 5.0, 5.0, "e", true, {7}},  {1, 1.0, 1.0, "a", false, {7}},
+      {1, 3.0, 3.0, "c", false, {7}}, {1, 2.0, 2.0, "b", false, {7}},
+      {1, 4.0, 4.0, "d", false, {7}}, {2, 9.0, 9.0, "y", false, {7}},
       {2, 8.0, 8.0, "x", false, {7}},
   };
   auto kept_names = [](const std::vector<Ranked>& in, std::size_t top) {
