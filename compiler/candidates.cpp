@@ -150,11 +150,14 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsu
 }
 
 std::set<Value> classes_without_checked(const std::vector<CandidateInfo>& candidates) {
-  std::map<Value, bool> checked;
-  for (const CandidateInfo& c : candidates) checked[c.output] = checked[c.output] || !c.rejected;
+  std::set<Value> passed, failed;
+  for (const CandidateInfo& c : candidates) {
+    if (!c.rejected) passed.insert(c.output);
+    else if (!c.pruned) failed.insert(c.output);  // ranked out is not failed
+  }
   std::set<Value> out;
-  for (const auto& [eclass, any] : checked) {
-    if (!any) out.insert(eclass);
+  for (Value eclass : failed) {
+    if (!passed.count(eclass)) out.insert(eclass);
   }
   return out;
 }

@@ -32,6 +32,10 @@ struct CandidateInfo {
   std::string why;   // the check that rejected it
   double cost = std::numeric_limits<double>::infinity();
   bool measured = false;
+  // The cost model's estimate, its inputs' excluded (rank_candidates.hpp); pruned: ranked out
+  // before checking (then also `rejected`, with the reason in `why`, but not a rejection).
+  double estimate = std::numeric_limits<double>::infinity();
+  bool pruned = false;
 };
 
 // Every live Kernel, Gemm and QGemm row, in row order. A row whose operands cannot be read (a Gemm
@@ -42,7 +46,8 @@ std::vector<CandidateInfo> collect_candidates(const EGraphView& view, bool subsu
 // subsumes a consumer's Kernel once its producer is inlined, so when every fused form of an
 // e-class fails its check, its one-op Kernel is what remains. (In-place Kernels, which rules
 // subsume for being unsafe, are never one-op Kernels.)
-// The e-classes with candidates none of which passed its check.
+// The e-classes with a candidate that failed its check and none that passed (candidates the
+// cost model ranked out count as neither).
 std::set<engine::Value> classes_without_checked(const std::vector<CandidateInfo>& candidates);
 std::vector<CandidateInfo> subsumed_one_op_kernels(const EGraphView& view,
                                                    const std::set<engine::Value>& classes);

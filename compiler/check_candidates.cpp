@@ -84,7 +84,7 @@ void check_candidates(std::vector<CandidateInfo>& candidates, ClassValues& value
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     CandidateInfo& c = candidates[i];
     if (c.rejected) {
-      report.rejected.push_back({c.what, c.why, rules_of(c.output)});
+      if (!c.pruned) report.rejected.push_back({c.what, c.why, rules_of(c.output)});
       continue;
     }
     if (std::string why = unsupported_by(measurer.capabilities(), c); !why.empty()) {

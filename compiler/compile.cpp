@@ -107,7 +107,8 @@ CompiledProgram compile(const graph::Graph& g, runtime::Target& target, Measurer
       const double eta = elapsed / static_cast<double>(gi + 1) *
                          static_cast<double>(partition.groups.size() - gi - 1);
       std::cerr << "  " << r.eclasses << " e-classes, " << r.candidates << " candidates, "
-                << r.checked << " checked, " << r.rejected.size() << " rejected, "
+                << r.pruned << " ranked out, " << r.checked << " checked, " << r.rejected.size()
+                << " rejected, "
                 << (r.fallbacks ? std::to_string(r.fallbacks) + " one-op restored, " : "")
                 << r.measured
                 << " measured (" << r.cache_hits << " cached"

@@ -31,8 +31,8 @@ struct CompileOptions {
   std::vector<std::filesystem::path> extra_rules;  // loaded after the built-in files
   SearchOptions search;                            // dims, limits, budget, verbosity
   // Also run rules_dir/schedule/pipeline.egg: tiled, reordered and split kernels as candidates
-  // (off by default: they made cold compiles 1.6-4x slower and were rarely chosen).
-  bool schedules = false;
+  // (the cost model keeps the few promising ones of each e-class: SearchOptions::measure_top).
+  bool schedules = true;
 };
 
 struct GroupSummary {

@@ -106,7 +106,8 @@ std::optional<support::Hash128> group_program_key(const ChunkGraph& chunk,
                 optional_text(l.max_iterations) + " max_rows " + optional_text(l.max_rows) +
                 " max_seconds " + optional_text(l.max_seconds) + " match_limit " +
                 optional_text(l.match_limit) + " ban_length " + std::to_string(l.ban_length) +
-                " max_measurements " + std::to_string(options.max_measurements) + " seed " +
+                " max_measurements " + std::to_string(options.max_measurements) +
+                " measure_top " + std::to_string(options.measure_top) + " seed " +
                 std::to_string(options.seed));
   for (const fs::path& file : options.rule_files) {
     std::optional<std::string> text = read_text(file);

@@ -49,6 +49,7 @@ struct Rejection {
 struct GroupReport {
   std::size_t eclasses = 0, enodes = 0, candidates = 0, measured = 0, cache_hits = 0;
   std::size_t checked = 0;
+  std::size_t pruned = 0;  // ranked out by the cost model before checking (rank_candidates)
   // One-op Kernels that fusion had subsumed, restored as candidates of e-classes whose every
   // candidate failed its check.
   std::size_t fallbacks = 0;

@@ -1,13 +1,12 @@
 // The measure phase; see measure_candidates.hpp.
 #include "compiler/measure_candidates.hpp"
 
-#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <algorithm>
 #include <limits>
 #include <vector>
 
+#include "compiler/cost_model.hpp"
 #include "graph/body_folds_products.hpp"
 #include "graph/memory_estimate.hpp"
 
@@ -22,23 +21,6 @@ double bytes_of(const Candidate& c) {
     bytes += static_cast<double>(c.input_elements[i]) * graph::dtype_size(c.input_dtypes[i]);
   }
   return bytes;
-}
-
-// This machine's copy bandwidth (bytes/s), measured once: the price of a copy before a step.
-double copy_bandwidth() {
-  static const double bandwidth = [] {
-    const std::size_t n = std::size_t{32} << 20;
-    std::vector<char> a(n, 1), b(n, 0);
-    double best = 1e30;
-    for (int i = 0; i < 3; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      std::memcpy(b.data(), a.data(), n);
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      a[static_cast<std::size_t>(i)] = b[n - 1];  // keep the copies observable
-    }
-    return 2.0 * static_cast<double>(n) / std::max(best, 1e-9);
-  }();
-  return bandwidth;
 }
 
 // Candidates timed by one worker between two updates of the bound.

@@ -12,9 +12,11 @@
 #include "compiler/candidates.hpp"
 #include "compiler/check_candidates.hpp"
 #include "compiler/class_values.hpp"
+#include "compiler/cost_model.hpp"
 #include "compiler/egraph_view.hpp"
 #include "compiler/extract_program.hpp"
 #include "compiler/measure_candidates.hpp"
+#include "compiler/rank_candidates.hpp"
 #include "compiler/lower_program.hpp"
 #include "compiler/verify_program.hpp"
 #include "graph/body_lower.hpp"
@@ -179,6 +181,30 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     }
   };
   name_by_node(candidates);
+
+  // rank
+  if (options.measure_top > 0) {
+    RankInputs rank;
+    rank.view = &view;
+    rank.values = &values;
+    rank.dims = options.dims;
+    rank.rates = machine_rates(measurer);
+    rank.output_classes = extract.output_classes;
+    rank.top = options.measure_top;
+    for (const auto& [c, id] : extract.node_of_class) {
+      if (!graph::has_one_op_body(g.node(id).op)) continue;
+      try {
+        rank.one_op_key.emplace(c, graph::one_op_body(g, id).key());
+      } catch (const std::exception&) {
+        // A form without a one-op Body: that e-class has no baseline kernel.
+      }
+    }
+    report.pruned = rank_candidates(candidates, rank);
+    if (options.verbose) {
+      std::cerr << "  the cost model kept " << candidates.size() - report.pruned << " of "
+                << candidates.size() << " candidates\n";
+    }
+  }
 
   // check
   check_candidates(candidates, values, measurer, options.dims, rules_of, report, options.verbose);

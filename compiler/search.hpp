@@ -5,6 +5,8 @@
 //   saturate   rules/pipeline.egg's staged schedule grows it, under the limits (search.cpp)
 //   values     the reference value of every e-class at the small check dims   (class_values)
 //   candidates every Kernel and Gemm e-node, sized from its e-classes           (candidates)
+//   rank       the cost model's estimate of each; per e-class only the best few
+//              and the baseline (library calls, the one-op kernel) go on     (rank_candidates)
 //   check      each candidate run on its inputs' reference values and compared
 //              with its e-class's (in the sandbox); the rest are rejected      (check_candidates)
 //   measure    the survivors timed at the real dims (sandboxed, cached), each
@@ -44,6 +46,9 @@ struct SearchOptions {
   std::int64_t check_dim_cap = 13;                 // checks bind every dim to at most this
   engine::RunLimits limits;                        // saturation limits
   std::size_t max_measurements = 1000;
+  // Candidates of an e-class checked and measured besides its baseline (library calls and the
+  // one-op kernel), best first by the cost model (compiler/rank_candidates.hpp); 0: all.
+  std::size_t measure_top = 3;
   unsigned seed = 1;
   bool verbose = false;  // progress lines on stderr
   // Read a group's program from the program cache when it holds one (compiler/group_cache.hpp);

@@ -35,7 +35,7 @@ int check_rules_command(const CheckRulesCommandOptions& o) {
   compiler::CheckRulesOptions options;
   options.search.rule_files = compiler::rule_files(compile, *target);
   options.search.pipeline = compiler::default_rules_dir() / "pipeline.egg";
-  // Every shipped rule is judged, the opt-in schedule layer's too.
+  // Every shipped rule is judged, the schedule layer's too.
   const std::filesystem::path schedules = compiler::default_rules_dir() / "schedule" / "pipeline.egg";
   if (std::filesystem::exists(schedules)) options.search.schedules = schedules;
   options.search.limits.max_seconds = o.max_seconds;

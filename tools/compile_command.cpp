@@ -35,7 +35,8 @@ struct CompileCommandOptions {
   bool quiet = false;
   bool stats = false;
   bool search = false;  // search even when the program cache holds the group's program
-  bool schedules = false;
+  bool schedules = true;
+  std::size_t measure_top = 3;
   int runs = 3;
   int top = 12;
   int threads = 0;
@@ -58,8 +59,11 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
   cmd->add_flag("--stats", o.stats, "Print each group's saturation report (per-rule matches)");
   cmd->add_flag("--search", o.search,
                 "Search every group even when the program cache holds its program");
-  cmd->add_flag("--schedules", o.schedules,
-                "Also try tiled, reordered and split kernels (rules/schedule/; slower compiles)");
+  cmd->add_flag("--schedules,!--no-schedules", o.schedules,
+                "Also try tiled, reordered and split kernels (rules/schedule/; the default)");
+  cmd->add_option("--measure-top", o.measure_top,
+                  "Candidates per e-class checked and measured besides its library calls and "
+                  "one-op kernel, best first by the cost model (default 3; 0: all)");
   cmd->add_option("--threads", o.threads,
                   "Threads for kernels and library calls (default: all cores)")
       ->check(CLI::NonNegativeNumber);
@@ -73,6 +77,7 @@ compiler::CompileOptions compile_options(const CompileCommandOptions& o,
   options.search.limits.max_seconds = o.max_seconds;
   options.search.limits.max_rows = o.max_rows;
   options.search.max_measurements = o.budget;
+  options.search.measure_top = o.measure_top;
   options.search.seed = o.seed;
   options.search.verbose = !o.quiet;
   // Statistics describe a search: one must run.
@@ -100,8 +105,8 @@ void write_report(const std::string& path, const std::string& model, const std::
     for (std::size_t i = 0; i < g.members.size(); ++i) out << (i ? ", " : "") << g.members[i];
     out << "], \"nodes\": " << g.nodes << ", \"eclasses\": " << r.eclasses
         << ", \"enodes\": " << r.enodes << ", \"candidates\": " << r.candidates
-        << ", \"checked\": " << r.checked << ", \"fallbacks\": " << r.fallbacks
-        << ", \"measured\": " << r.measured
+        << ", \"pruned\": " << r.pruned << ", \"checked\": " << r.checked
+        << ", \"fallbacks\": " << r.fallbacks << ", \"measured\": " << r.measured
         << ", \"cache_hits\": " << r.cache_hits << ", \"timed_once\": " << r.over_bound
         << ", \"bound_seconds\": "
         << (std::isfinite(r.bound_seconds) ? std::to_string(r.bound_seconds) : "null")

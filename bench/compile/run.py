@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Compile-time breakdown and search speedups, on this machine's CPU.
 
-For each example: `kiln compile` twice over a fresh cache (cold: every kernel compiled and
-measured; warm: nothing measured), the per-group times from its --report, and the speedup of
-the searched program over the one-kernel-per-op program (both timed end to end by the
-compiler, weights resident). Then saturation alone for every example, Gemma-3-4B included
-(build/bin/saturation_stats).
+For each example: `kiln compile` twice over a fresh cache (cold: every kernel the cost model
+keeps compiled and measured, the candidates it ranks out counted; warm: nothing measured), the
+per-group times from its --report, and the speedup of the searched program over the
+one-kernel-per-op program (both timed end to end by the compiler, weights resident). Then
+saturation alone for every example, Gemma-3-4B included (build/bin/saturation_stats).
 
     bench/compile/run.py [--build build] [--only mlp,attention]
 """
@@ -42,8 +42,8 @@ def main():
     kiln = os.path.join(o.build, "bin", "kiln")
     only = set(o.only.split(",")) if o.only else None
     print("| example | groups | e-classes | cold compile s | saturation s | measure s | extract s "
-          "| measured | warm compile s | measured (warm) | one-op ms | searched ms | speedup |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| ranked out | measured | warm compile s | measured (warm) | one-op ms | searched ms | speedup |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, args in CASES:
         if only and name not in only:
             continue
@@ -58,7 +58,8 @@ def main():
         print(f"| {name} {' '.join(args)} | {len(g)} | {sum(x['eclasses'] for x in g)} "
               f"| {cold['compile_seconds']:.2f} | {sum(x['saturation_seconds'] for x in g):.3f} "
               f"| {sum(x['measure_seconds'] for x in g):.2f} | {sum(x['extract_seconds'] for x in g):.3f} "
-              f"| {sum(x['measured'] for x in g)} | {warm['compile_seconds']:.2f} "
+              f"| {sum(x['pruned'] for x in g)} | {sum(x['measured'] for x in g)} "
+              f"| {warm['compile_seconds']:.2f} "
               f"| {sum(x['measured'] for x in warm['groups'])} | {one_op * 1e3:.2f} "
               f"| {searched * 1e3:.2f} | **{one_op / searched:.1f}x** |")
         sys.stdout.flush()

@@ -141,6 +141,41 @@ TEST_CASE("compile: the mlp example compiles to matrix products and matches the 
   fs::remove_all(cache);
 }
 
+TEST_CASE("compile: the cost model measures fewer of the mlp's candidates and keeps a program "
+          "as good", "[compile][cost_model]") {
+  GraphBuilder b;
+  examples::find_example("mlp")->build(b);
+  auto target = targets::make_target("cpu");
+  const fs::path cache = fresh_dir("compile-mlp-ranked");
+  const graph::DimValues dims{{"batch", 16}};
+  auto compile_top = [&](std::size_t top) {
+    compiler::Measurer measurer(*target, cache);
+    compiler::CompileOptions o = options(dims);
+    o.search.measure_top = top;
+    o.search.program_cache = false;
+    return compiler::compile(b.graph(), *target, measurer, o);
+  };
+  const compiler::CompiledProgram all = compile_top(0);
+  const compiler::CompiledProgram ranked = compile_top(1);
+  const compiler::GroupReport& a = all.groups.at(0).program.report;
+  const compiler::GroupReport& r = ranked.groups.at(0).program.report;
+  CHECK(a.pruned == 0);
+  CHECK(a.checked == a.candidates);
+  CHECK(r.candidates == a.candidates);  // the same e-graph (schedules on by default)
+  CHECK(r.pruned > 0);
+  // Pruned candidates are neither checked nor rejections.
+  CHECK(r.checked + r.pruned == r.candidates);
+  CHECK(r.rejected.empty());
+  // Still the library products (the baseline is always measured), fused, and correct.
+  CHECK(product_steps(ranked.llir) >= 2);
+  CHECK(ranked.llir.num_steps() <= 6);
+  // (Another sum order than the full search's program may be chosen: f32 sums of 784 terms.)
+  CHECK(max_error(b.graph(), ranked, *target, dims) < 1e-3);
+  // Deterministic: ranked again over the same measurements, the same program.
+  CHECK(runtime::to_text(compile_top(1).llir, true) == runtime::to_text(ranked.llir, true));
+  fs::remove_all(cache);
+}
+
 TEST_CASE("compile: a chain of five elementwise ops is one kernel", "[compile]") {
   GraphBuilder b;
   const Expr n = Expr::dim("n");
@@ -240,6 +275,7 @@ TEST_CASE("compile: an unsound rule is caught by the numerical check and named",
   compiler::Measurer measurer(*target, dir / "cache");
   compiler::CompileOptions o = options({});
   o.extra_rules = {rules};
+  o.search.measure_top = 0;  // every candidate checked: the cost model would rank it out
   compiler::CompiledProgram p = compiler::compile(b.graph(), *target, measurer, o);
   const compiler::GroupReport& r = p.groups[0].program.report;
   REQUIRE_FALSE(r.rejected.empty());
@@ -254,7 +290,8 @@ TEST_CASE("compile: an unsound rule is caught by the numerical check and named",
 
 namespace {
 
-// Compiles `g` on the cpu target with the built-in rules and `rules` (rule-file text) added.
+// Compiles `g` on the cpu target with the built-in rules and `rules` (rule-file text) added,
+// every candidate checked (these tests judge the checks, not the cost model's ranking).
 struct Compiled {
   compiler::CompiledProgram program;
   double error = 0.0;  // largest difference from the interpreter, on fresh random inputs
@@ -272,6 +309,7 @@ Compiled compile_with(const graph::Graph& g, const std::string& rules,
   compiler::CompileOptions o = options(dims);
   o.extra_rules = {dir / "extra.egg"};
   o.schedules = schedules;
+  o.search.measure_top = 0;
   Compiled out{compiler::compile(g, *target, measurer, o), 0.0};
   out.error = max_error(g, out.program, *target, dims);
   fs::remove_all(dir);
