@@ -59,9 +59,12 @@ std::map<std::string, Tensor> random_feeds(const graph::Graph& g, const graph::D
   return out;
 }
 
-// Runs the compiled program and the interpreter on the same random inputs; the largest error.
+// Runs the compiled program and the interpreter on the same random inputs; the largest error,
+// and with `largest` the largest output magnitude (errors of sums in another order scale with
+// it: the mlp's outputs reach ~100 on these inputs).
 double max_error(const graph::Graph& g, const compiler::CompiledProgram& p,
-                 runtime::Target& target, const graph::DimValues& dims) {
+                 runtime::Target& target, const graph::DimValues& dims,
+                 double* largest = nullptr) {
   auto feeds = random_feeds(g, dims, 5);
   runtime::Executor executor(p.llir, target);
   auto got = executor.run(dims, feeds);
@@ -83,6 +86,7 @@ double max_error(const graph::Graph& g, const compiler::CompiledProgram& p,
     REQUIRE(x.data.size() == w.data.size());
     for (std::size_t i = 0; i < w.data.size(); ++i) {
       worst = std::max(worst, std::fabs(x.data[i] - w.data[i]));
+      if (largest) *largest = std::max(*largest, std::fabs(w.data[i]));
     }
   }
   return worst;
@@ -124,7 +128,12 @@ TEST_CASE("compile: the mlp example compiles to matrix products and matches the 
   // Fusion: each layer's bias and ReLU (Add, LessThan, Cast, Mul: 4 one-op kernels) are one
   // kernel after its matmul, and the last layer's bias is computed by the output's kernel.
   CHECK(p.llir.num_steps() <= 6);
-  CHECK(max_error(b.graph(), p, *target, dims) < 1e-4);
+  // Sums of 784 and 512 products in another order (a library call, a tiled product, a
+  // reordered loop): f32 agreement relative to the largest output.
+  double largest = 0.0;
+  const double error = max_error(b.graph(), p, *target, dims, &largest);
+  INFO("error " << error << " of outputs up to " << largest);
+  CHECK(error < 1e-5 * largest);
   REQUIRE(p.groups.size() == 1);
   CHECK(p.groups[0].program.report.rejected.empty());
   CHECK(p.groups[0].program.report.stop_reason == "saturated");
