@@ -5,14 +5,16 @@
 
 namespace kiln::engine {
 
-void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers) {
+void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers,
+                 std::size_t first) {
   // Left set afterwards: every primitive call comes from here or from a search, which sets
   // (and restores) its own.
   PrimitiveContext& context = current_primitive_context;
   if (context.egraph != &egraph || !context.may_insert) context = PrimitiveContext{&egraph, true};
   std::vector<Value> heap_args;
   Value stack_args[kMaxColumns + 1];
-  for (const ActionInstr& instr : program.instrs) {
+  for (std::size_t n = first; n < program.instrs.size(); ++n) {
+    const ActionInstr& instr = program.instrs[n];
     Value* args = stack_args;
     std::size_t count = instr.args.size();
     if (count > std::size(stack_args)) {  // only variadic primitives get here

@@ -50,6 +50,8 @@ struct ActionProgram {
 
 // Runs the program with `registers` (at least num_registers long; the first ones usually hold a
 // query match). Throws support::UserError on panic, a failed primitive or a missing lookup.
-void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers);
+// Starts at instruction `first`: the ones before it already ran (their registers are set).
+void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers,
+                 std::size_t first = 0);
 
 }  // namespace kiln::engine

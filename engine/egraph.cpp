@@ -90,8 +90,12 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
 }
 
 std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
-  FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
+  return lookup(id, keys_in, keys);
+}
+
+std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in, Value* keys) {
+  FunctionEntry& f = functions_[id];
   std::size_t n = f.decl.inputs.size();
   for (std::size_t i = 0; i < n; ++i) keys[i] = canonical_cell(f, i, keys_in[i]);
   Value output;

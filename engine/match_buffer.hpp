@@ -37,9 +37,8 @@ class MatchBuffer {
       bool fits = true;
       for (std::size_t i = 0; i < width_; ++i) fits &= match[i] <= kNarrowMax;
       if (fits) {
-        for (std::size_t i = 0; i < width_; ++i) {
-          narrow_values_.push_back(static_cast<std::uint32_t>(match[i]));
-        }
+        std::uint32_t* at = narrow_values_.append_uninitialized(width_);
+        for (std::size_t i = 0; i < width_; ++i) at[i] = static_cast<std::uint32_t>(match[i]);
         ++count_;
         return;
       }

@@ -41,6 +41,9 @@ std::vector<std::uint32_t> variables_read(const Rule& rule) {
 //     now), which gives the second access's keys: load their slot;
 //   kNextRowDistance ahead: load the second access's row.
 // A hint may be stale (a union in between moves a class): it only costs the miss it missed.
+// The read-only lookup's result is kept: when the match is applied and no class was merged
+// and no row of that table killed since, the first access would find the same row, so its
+// result is taken as it is (first_result) and the actions start at the second instruction.
 class Prefetcher {
  public:
   Prefetcher(EGraph& egraph, const Rule& rule, const std::vector<std::uint32_t>& stored,
@@ -70,7 +73,14 @@ class Prefetcher {
     if (!second_instr_) return;
     if (m + kNextSlotDistance < count) {
       const Value* at = match(m + kNextSlotDistance);
-      std::optional<Value> result = egraph_.lookup(first_instr_->function, first_.keys(at, 0));
+      Ahead& found = found_[(m + kNextSlotDistance) % kRing];
+      std::optional<Value> result =
+          egraph_.lookup(first_instr_->function, first_.keys(at, 0), found.keys);
+      found.match = m + kNextSlotDistance;
+      found.hit = result.has_value();
+      found.result = result.value_or(0);
+      found.unions = egraph_.unions();
+      found.kills = first_table.kills();
       std::uint64_t& hash = next_hash_[(m + kNextSlotDistance) % kRing];
       hash = kNoHash;
       if (result) {
@@ -84,6 +94,30 @@ class Prefetcher {
       if (hash != kNoHash) egraph_.table(second_instr_->function).prefetch_row_of(hash);
     }
   }
+
+  // The first access's result for match m, when its look-ahead found a row that is still the
+  // answer: no row of the table was killed since, and the canonical keys it looked up and the
+  // output it found are still canonical (no merge at all since, or none that moved them). The
+  // access would then find the same row and return the same value.
+  bool first_result(std::uint64_t m, Value* result) const {
+    if (!second_instr_) return false;
+    const Ahead& found = found_[m % kRing];
+    if (found.match != m || !found.hit ||
+        found.kills != egraph_.table(first_instr_->function).kills()) {
+      return false;
+    }
+    if (found.unions != egraph_.unions()) {
+      const FunctionDecl& decl = egraph_.function(first_instr_->function);
+      for (std::size_t k = 0; k < decl.inputs.size(); ++k) {
+        if (!egraph_.still_canonical(decl.inputs[k], found.keys[k])) return false;
+      }
+      if (!egraph_.still_canonical(decl.output, found.result)) return false;
+    }
+    *result = found.result;
+    return true;
+  }
+  // The register first_result's value goes to.
+  std::uint32_t first_destination() const { return first_instr_->dst; }
 
  private:
   static constexpr std::uint64_t kSlotDistance = 16;
@@ -163,6 +197,16 @@ class Prefetcher {
   Keys first_, second_;
   std::uint64_t first_hash_[kFirstRing] = {};
   std::uint64_t next_hash_[kRing] = {};
+  // What the read-only lookup of the first access found, per match in the ring.
+  struct Ahead {
+    std::uint64_t match = ~std::uint64_t{0};
+    Value result = 0;
+    bool hit = false;
+    std::uint64_t unions = 0;  // EGraph::unions() then
+    std::uint64_t kills = 0;   // Table::kills() of the first access's table then
+    Value keys[kMaxColumns] = {};  // the canonical keys looked up
+  };
+  Ahead found_[kRing];
   std::vector<Value> match_ = std::vector<Value>(width_);  // the match being looked at
 };
 
@@ -340,7 +384,13 @@ bool Runner::iterate(const std::string& ruleset) {
         prefetch.ahead(m, count);
         f.matches->get(m, projected_.data());
         for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = projected_[i];
-        run_actions(egraph_, rule.actions, registers.data());
+        Value first;
+        if (prefetch.first_result(m, &first)) {
+          registers[prefetch.first_destination()] = first;
+          run_actions(egraph_, rule.actions, registers.data(), 1);
+        } else {
+          run_actions(egraph_, rule.actions, registers.data());
+        }
       }
     } catch (const support::UserError& e) {
       // The location points into the rule's actions; the name says which rule, for a rule

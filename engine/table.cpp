@@ -18,6 +18,7 @@ Table::Table(const Table& other)
       flags_(other.flags_),
       origins_(other.origins_),
       live_(other.live_),
+      kills_(other.kills_),
       primary_(other.primary_) {
   for (const auto& index : other.indexes_) {
     indexes_.push_back(std::make_unique<ColumnIndex>(*index));
@@ -69,6 +70,7 @@ void Table::kill(RowId r, std::uint64_t hash) {
   KILN_ASSERT(alive(r), "killing a dead row");
   flags_[r] |= kDead;
   --live_;
+  ++kills_;
   primary_.erase(hash, r);
   for (auto& index : indexes_) {
     if (r < index->synced()) index->remove(r);

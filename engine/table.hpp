@@ -83,6 +83,9 @@ class Table {
   // The same with the hash of the row's keys known.
   void kill(RowId r, std::uint64_t hash);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
+  // Rows killed so far: while it and the union count stay put, a row found earlier still
+  // answers a lookup of the same keys (see the runner's look-ahead).
+  std::uint64_t kills() const { return kills_; }
 
   // Calls visit(row) for each live row whose index columns equal `key` (the values of
   // index.columns(), in order), oldest first; stops early when visit returns false, and then
@@ -143,6 +146,7 @@ class Table {
   HugePageVector<std::uint8_t> flags_;
   HugePageVector<OriginId> origins_;  // per row, parallel to timestamps_
   std::size_t live_ = 0;
+  std::uint64_t kills_ = 0;
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;
   std::map<ColumnMask, ColumnIndex*> index_by_mask_;
