@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -35,6 +36,22 @@ double seconds_of(const targets::cpu::CompiledKernel& kernel, std::vector<void*>
   kernel.fn(buffers.data(), dims.data());
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Elements on 64-byte boundaries.
+template <class T>
+struct Aligned {
+  using value_type = T;
+  Aligned() = default;
+  template <class U>
+  Aligned(const Aligned<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <class U>
+  bool operator==(const Aligned<U>&) const { return true; }
+};
+using AlignedFloats = std::vector<float, Aligned<float>>;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -74,13 +91,14 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> value(-2.0f, 2.0f);
   for (long long seq : seqs) {
     const auto n = static_cast<std::size_t>(kHeads * seq * kHeadDim);
-    std::vector<float> q(n), k(n), v(n);
-    for (std::vector<float>* x : {&q, &k, &v}) {
+    // 64-byte aligned, as the runtime's buffers and PyTorch's tensors are.
+    AlignedFloats q(n), k(n), v(n);
+    for (AlignedFloats* x : {&q, &k, &v}) {
       for (float& e : *x) e = value(rng);
     }
-    std::vector<std::vector<float>> outputs(kernels.size(), std::vector<float>(n));
+    std::vector<AlignedFloats> outputs(kernels.size(), AlignedFloats(n));
     std::vector<std::vector<void*>> buffers;
-    for (std::vector<float>& out : outputs) buffers.push_back({q.data(), k.data(), v.data(), out.data()});
+    for (auto& out : outputs) buffers.push_back({q.data(), k.data(), v.data(), out.data()});
     std::vector<long long> dims;  // heads, seq: body_dims order
     for (const std::string& d : sources[0].dims) dims.push_back(d == "heads" ? kHeads : seq);
     const std::size_t forms = seq <= plain_max ? kernels.size() : kernels.size() - 1;

@@ -1002,22 +1002,28 @@ class Renderer : private KernelWriter {
     if (plan.key_guard) {
       // The mask first: a block that it hides from every row of the tile, and that finds each
       // row's max finite, changes nothing (row_state.hpp) and is skipped. (Each lane keeps
-      // whether its row sees a key: no sum across lanes per key.)
+      // whether its row sees a key: no sum across lanes per key. The lanes are read after
+      // every kKeyTileKeys keys, and the first key seen ends the scan: a block mostly seen,
+      // as below a causal mask's diagonal, reads its mask for a few keys.)
+      const std::string chunk = "kgc" + id, keys = std::to_string(kKeyTileKeys);
       line(in, "int " + sees + "[" + rows + "];");
       line(in, lanes);
       line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) " + sees + "[ki] = 0;");
-      key_loop(in);
-      open_lanes(in + 1);
-      line(in + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
-      for (ScalarId n : plan.guard_nodes) emit_node(n, in + 2);
-      line(in + 2, sees + "[ki] |= !(" + guard_hides(plan) + ");");
-      line(in + 1, "}");
-      line(in, "}");
       line(in, "int seen = 0, finite = 1;");
-      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-      line(in + 1, "seen |= " + sees + "[ki];");
-      line(in + 1, "finite &= " + m + " > -__builtin_inff();");
+      line(in, "for (kiln_i64 " + chunk + " = 0; " + chunk + " < " + count + " && !seen; " +
+                   chunk + " += " + keys + ") {");
+      line(in + 1, "for (kiln_i64 " + key + " = " + chunk + "; " + key + " < kiln_imin(" + chunk +
+                       " + " + keys + ", " + count + "); ++" + key + ") {");
+      open_lanes(in + 2);
+      line(in + 3, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+      for (ScalarId n : plan.guard_nodes) emit_node(n, in + 3);
+      line(in + 3, sees + "[ki] |= !(" + guard_hides(plan) + ");");
+      line(in + 2, "}");
+      line(in + 1, "}");
+      line(in + 1, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) seen |= " + sees + "[ki];");
       line(in, "}");
+      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) finite &= " + m +
+                   " > -__builtin_inff();");
       line(in, "if (!seen && finite) continue;");
     }
     for (const KeyProduct& p : plan.key_products) emit_key_product(p, begin, count, in);

@@ -67,6 +67,8 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"online softmax causal", {16, 16, ScoreMask::Causal, true}},
       {"online softmax -inf mask", {8, 16, ScoreMask::Input, true}},
       {"online softmax d=64", {64, 64, ScoreMask::Causal, true}},
+      {"online softmax d=64 c=48 computed values", {64, 48, ScoreMask::Causal, true, false, true}},
+      {"online softmax c=80 -inf mask", {32, 80, ScoreMask::Input, true}},
       {"online softmax heads inside", {16, 16, ScoreMask::Causal, true, true}},
       {"online softmax heads inside -inf mask", {8, 16, ScoreMask::Input, true, true}},
       {"matmul chain", {16, 16, ScoreMask::None, false}},
@@ -351,14 +353,28 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
   REQUIRE(plan->value_load);
   CHECK(*plan->value_load == body.scalar(plan->reduce).args[1]);
   CHECK(!contains(code, "float kv" + id + "["));
+  {
+    // A computed value (v * 2) is copied per block before it is weighted.
+    const Body computed =
+        kiln::testing::attention_body({16, 32, ScoreMask::Causal, true, false, true});
+    const std::optional<targets::cpu::RowStatePlan> c_plan =
+        targets::cpu::plan_row_state(computed, targets::NodeHomes(computed));
+    REQUIRE(c_plan);
+    CHECK(!c_plan->key_products.empty());
+    CHECK(!c_plan->value_load);
+    CHECK(contains(targets::cpu::render_kernel(computed).code,
+                   "float kv" + std::to_string(c_plan->reduce) + "["));
+  }
   // The weighted values of kValueRows rows by the 32 columns' two vectors held in vectors
   // across the block's keys.
   const std::string last_row = std::to_string(targets::cpu::kValueRows - 1);
   CHECK(contains(code, "y" + last_row + "_1 += x1 * w" + last_row + ";"));
   // The rows are the lanes: no sum or max across lanes anywhere (no horizontal reductions).
   CHECK(!contains(code, "reduction("));
-  // A block the mask hides from every row of the tile is skipped.
+  // A block the mask hides from every row of the tile is skipped; the scan of its mask ends
+  // at the first chunk of keys a row sees.
   CHECK(contains(code, "if (!seen && finite) continue;"));
+  CHECK(contains(code, " && !seen; kgc" + id));
 
   // The key products' loop runs on 16-float FMAs where the machine has AVX-512
   // (-march=native), each key's operand broadcast into a register once and used by an FMA for
