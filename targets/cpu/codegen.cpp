@@ -930,13 +930,14 @@ class Renderer : private KernelWriter {
 
   // The online softmax folded in blocks of keys for a tile of kKeyTileRows rows at once, its
   // inner reductions key products (row_state.hpp): the rows are the lanes of every loop over
-  // a block's keys (the scores, their max, the weights: `omp simd` over the tile's rows), the
-  // key products are a small matrix product per block (kKeyTileKeys accumulator vectors, one
-  // per key, each over the tile's rows, by the row operands set out [t][row] once per tile),
-  // and the weighted values in vectors across the block's keys (emit_register_values), or
-  // kValueRows rows by kValueGroup keys per pass over the columns (emit_tiled_values). A
-  // partial tile repeats its last row (in bounds; its copies are not stored); the keys of a
-  // ragged block past its end are not read (a product's pass repeats its last key).
+  // a block's keys (the scores: `omp simd` over the tile's rows; their max, the rescale and
+  // the weights: kiln_f32x16 code per vector of rows), the key products are a small matrix
+  // product per block (kKeyTileKeys keys by the tile's vectors of rows, an accumulator vector
+  // each, by the row operands set out [t][row] once per tile), and the weighted values in
+  // vectors across the block's keys (emit_register_values), or kValueRows rows by kValueGroup
+  // keys per pass over the columns (emit_tiled_values). A partial tile repeats its last row
+  // (in bounds; its copies are not stored); the keys of a ragged block past its end are not
+  // read (a product's pass repeats its last key).
   void emit_key_tiled_fold(const RowStatePlan& plan, std::size_t indent) {
     const Scalar& s = nodes_[plan.reduce];
     const std::vector<graph::Loop>& loops = body_.loops();
