@@ -950,12 +950,11 @@ class Renderer : private KernelWriter {
     const std::string r = "L_" + s.var;
     const std::string state = row_state_name(plan, 0), sum_state = row_state_name(plan, 1),
                       values = row_state_name(plan, 2);
-    const std::string m = state + "[ki]", l = sum_state + "[ki]";
+    const std::string m = state + "[ki]";
     const std::string log2e = literal(std::numbers::log2e, s.dtype);
     const std::string end = "ke" + id, begin = "kb" + id, count = "kn" + id, key = "kj" + id;
     const std::string scores = "ks" + id, weights = "kw" + id, top = "kx" + id, nan = "kq" + id,
-                      real = "kr" + id, max = "km" + id, scale = "kc" + id, sum = "kt" + id,
-                      sees = "kg" + id;
+                      max = "km" + id, scale = "kc" + id, sum = "kt" + id, sees = "kg" + id;
     // `for` each row of the tile as a lane: the row variable, clamped.
     // Loops over the tile's rows run on vectors of kLanes rows.
     const std::string lanes = "#pragma omp simd simdlen(" + std::to_string(kLanes) + ")";
