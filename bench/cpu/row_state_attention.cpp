@@ -7,14 +7,18 @@
 // seq (the plain form only up to plain_max: it does 64 times the score work, seconds a run at
 // seq 1024):
 //   seq <n> row_state_ms <median> keywise_ms <median> [plain_ms <median>] max_abs_diff <d>
-//   row_state_attention [threads (1)] [runs (5)] [plain_max (1024)] [seq ...] (512 1024 2048)
-// Heads 8, head dim 64.
+//   row_state_attention [--cpu-time] [threads (1)] [runs (5)] [plain_max (1024)] [seq ...]
+//                       (seqs 512 1024 2048)
+// Heads 8, head dim 64; buffers 64-byte aligned. --cpu-time (one thread only) times with this
+// thread's CPU time instead of wall time.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <new>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "targets/cpu/codegen.hpp"
@@ -29,12 +33,33 @@ namespace {
 constexpr long long kHeads = 8;
 constexpr long long kHeadDim = 64;
 
+// Wall time, or with `cpu_time` (one thread: the kernel runs on this thread) this thread's CPU
+// time, which other processes on a loaded machine do not add to.
 double seconds_of(const targets::cpu::CompiledKernel& kernel, std::vector<void*>& buffers,
-                  const std::vector<long long>& dims) {
-  const auto start = std::chrono::steady_clock::now();
+                  const std::vector<long long>& dims, bool cpu_time) {
+  timespec start{}, end{};
+  const clockid_t clock = cpu_time ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+  clock_gettime(clock, &start);
   kernel.fn(buffers.data(), dims.data());
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  clock_gettime(clock, &end);
+  return static_cast<double>(end.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(end.tv_nsec - start.tv_nsec);
 }
+
+// Elements on 64-byte boundaries.
+template <class T>
+struct Aligned {
+  using value_type = T;
+  Aligned() = default;
+  template <class U>
+  Aligned(const Aligned<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(64)); }
+  template <class U>
+  bool operator==(const Aligned<U>&) const { return true; }
+};
+using AlignedFloats = std::vector<float, Aligned<float>>;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -44,14 +69,20 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool cpu_time = argc > 1 && std::string(argv[1]) == "--cpu-time";
+  if (cpu_time) {
+    --argc;
+    ++argv;
+  }
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
   const long long plain_max = argc > 3 ? std::atoll(argv[3]) : 1024;
   std::vector<long long> seqs;
   for (int a = 4; a < argc; ++a) seqs.push_back(std::atoll(argv[a]));
   if (seqs.empty()) seqs = {512, 1024, 2048};
-  if (threads < 1 || runs < 1 || std::any_of(seqs.begin(), seqs.end(), [](long long s) { return s < 1; })) {
-    std::fprintf(stderr, "usage: row_state_attention [threads >= 1] [runs >= 1] [plain_max] [seq >= 1 ...]\n");
+  if (threads < 1 || runs < 1 || (cpu_time && threads != 1) ||
+      std::any_of(seqs.begin(), seqs.end(), [](long long s) { return s < 1; })) {
+    std::fprintf(stderr, "usage: row_state_attention [--cpu-time (1 thread)] [threads >= 1] [runs >= 1] [plain_max] [seq >= 1 ...]\n");
     return 2;
   }
 
@@ -74,20 +105,21 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> value(-2.0f, 2.0f);
   for (long long seq : seqs) {
     const auto n = static_cast<std::size_t>(kHeads * seq * kHeadDim);
-    std::vector<float> q(n), k(n), v(n);
-    for (std::vector<float>* x : {&q, &k, &v}) {
+    // 64-byte aligned, as the runtime's buffers and PyTorch's tensors are.
+    AlignedFloats q(n), k(n), v(n);
+    for (AlignedFloats* x : {&q, &k, &v}) {
       for (float& e : *x) e = value(rng);
     }
-    std::vector<std::vector<float>> outputs(kernels.size(), std::vector<float>(n));
+    std::vector<AlignedFloats> outputs(kernels.size(), AlignedFloats(n));
     std::vector<std::vector<void*>> buffers;
-    for (std::vector<float>& out : outputs) buffers.push_back({q.data(), k.data(), v.data(), out.data()});
+    for (auto& out : outputs) buffers.push_back({q.data(), k.data(), v.data(), out.data()});
     std::vector<long long> dims;  // heads, seq: body_dims order
     for (const std::string& d : sources[0].dims) dims.push_back(d == "heads" ? kHeads : seq);
     const std::size_t forms = seq <= plain_max ? kernels.size() : kernels.size() - 1;
     std::vector<std::vector<double>> times(forms);
     for (int r = 0; r <= runs; ++r) {  // the first pass warms up
       for (std::size_t f = 0; f < forms; ++f) {
-        const double t = seconds_of(kernels[f], buffers[f], dims);
+        const double t = seconds_of(kernels[f], buffers[f], dims, cpu_time);
         if (r > 0) times[f].push_back(t);
       }
     }

@@ -87,6 +87,22 @@ static inline float kiln_exp2f(float x) {
   const float r = p * s1 * s2;
   return x != x ? x : r;
 }
+// 2^x on sixteen floats, for x <= 0 or -inf (the online softmax's weights and rescales): as
+// kiln_exp2f, but results below 2^-126 are 0 and 2^k is one exponent field (its argument is
+// clamped at -127, whose exponent field is 0), so that it is four operations shorter.
+typedef int kiln_i32x16 __attribute__((vector_size(64)));
+static inline kiln_f32x16 kiln_exp2_x16(kiln_f32x16 x) {
+  const kiln_f32x16 c = x > -127.0f ? x : kiln_f32x16{} - 127.0f;
+  const kiln_f32x16 k = (c + 12582912.0f) - 12582912.0f;  // round to nearest
+  const kiln_f32x16 f = c - k;
+  kiln_f32x16 p = f * 1.5337577e-4f + 1.3399860e-3f;
+  p = p * f + 9.6185198e-3f;
+  p = p * f + 5.5503290e-2f;
+  p = p * f + 2.4022646e-1f;
+  p = p * f + 6.9314718e-1f;
+  p = p * f + 1.0f;
+  return p * (kiln_f32x16)((__builtin_convertvector(k, kiln_i32x16) + 127) << 23);
+}
 static inline float kiln_log2f(float x) {
   // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log2 m = 2/ln 2 * atanh(t), t = (m-1)/(m+1),
   // |t| < 0.172, by its odd series to t^11. Subnormals are scaled up first; 0, negatives,
@@ -914,13 +930,14 @@ class Renderer : private KernelWriter {
 
   // The online softmax folded in blocks of keys for a tile of kKeyTileRows rows at once, its
   // inner reductions key products (row_state.hpp): the rows are the lanes of every loop over
-  // a block's keys (the scores, their max, the weights: `omp simd` over the tile's rows), the
-  // key products are a small matrix product per block (kKeyTileKeys accumulator vectors, one
-  // per key, each over the tile's rows, by the row operands set out [t][row] once per tile),
-  // and the weighted values in vectors across the block's keys (emit_register_values), or
-  // kValueRows rows by kValueGroup keys per pass over the columns (emit_tiled_values). A
-  // partial tile repeats its last row (in bounds; its copies are not stored); the keys of a
-  // ragged block past its end are not read (a product's pass repeats its last key).
+  // a block's keys (the scores: `omp simd` over the tile's rows; their max, the rescale and
+  // the weights: kiln_f32x16 code per vector of rows), the key products are a small matrix
+  // product per block (kKeyTileKeys keys by the tile's vectors of rows, an accumulator vector
+  // each, by the row operands set out [t][row] once per tile), and the weighted values in
+  // vectors across the block's keys (emit_register_values), or kValueRows rows by kValueGroup
+  // keys per pass over the columns (emit_tiled_values). A partial tile repeats its last row
+  // (in bounds; its copies are not stored); the keys of a ragged block past its end are not
+  // read (a product's pass repeats its last key).
   void emit_key_tiled_fold(const RowStatePlan& plan, std::size_t indent) {
     const Scalar& s = nodes_[plan.reduce];
     const std::vector<graph::Loop>& loops = body_.loops();
@@ -933,15 +950,14 @@ class Renderer : private KernelWriter {
     const std::string r = "L_" + s.var;
     const std::string state = row_state_name(plan, 0), sum_state = row_state_name(plan, 1),
                       values = row_state_name(plan, 2);
-    const std::string m = state + "[ki]", l = sum_state + "[ki]";
+    const std::string m = state + "[ki]";
     const std::string log2e = literal(std::numbers::log2e, s.dtype);
     const std::string end = "ke" + id, begin = "kb" + id, count = "kn" + id, key = "kj" + id;
     const std::string scores = "ks" + id, weights = "kw" + id, top = "kx" + id, nan = "kq" + id,
-                      real = "kr" + id, max = "km" + id, scale = "kc" + id, sum = "kt" + id,
-                      sees = "kg" + id;
+                      max = "km" + id, scale = "kc" + id, sum = "kt" + id, sees = "kg" + id;
     // `for` each row of the tile as a lane: the row variable, clamped.
-    // Loops over the tile's rows are vectors of kKeyTileRows lanes.
-    const std::string lanes = "#pragma omp simd simdlen(" + rows + ")";
+    // Loops over the tile's rows run on vectors of kLanes rows.
+    const std::string lanes = "#pragma omp simd simdlen(" + std::to_string(kLanes) + ")";
     auto open_lanes = [&](std::size_t at) {
       line(at, lanes);
       line(at, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
@@ -986,27 +1002,33 @@ class Renderer : private KernelWriter {
     if (plan.key_guard) {
       // The mask first: a block that it hides from every row of the tile, and that finds each
       // row's max finite, changes nothing (row_state.hpp) and is skipped. (Each lane keeps
-      // whether its row sees a key: no sum across lanes per key.)
+      // whether its row sees a key: no sum across lanes per key. The lanes are read after
+      // every kKeyTileKeys keys, and the first key seen ends the scan: a block mostly seen,
+      // as below a causal mask's diagonal, reads its mask for a few keys.)
+      const std::string chunk = "kgc" + id, keys = std::to_string(kKeyTileKeys);
       line(in, "int " + sees + "[" + rows + "];");
       line(in, lanes);
       line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) " + sees + "[ki] = 0;");
-      key_loop(in);
-      open_lanes(in + 1);
-      line(in + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
-      for (ScalarId n : plan.guard_nodes) emit_node(n, in + 2);
-      line(in + 2, sees + "[ki] |= !(" + guard_hides(plan) + ");");
-      line(in + 1, "}");
-      line(in, "}");
       line(in, "int seen = 0, finite = 1;");
-      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-      line(in + 1, "seen |= " + sees + "[ki];");
-      line(in + 1, "finite &= " + m + " > -__builtin_inff();");
+      line(in, "for (kiln_i64 " + chunk + " = 0; " + chunk + " < " + count + " && !seen; " +
+                   chunk + " += " + keys + ") {");
+      line(in + 1, "for (kiln_i64 " + key + " = " + chunk + "; " + key + " < kiln_imin(" + chunk +
+                       " + " + keys + ", " + count + "); ++" + key + ") {");
+      open_lanes(in + 2);
+      line(in + 3, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+      for (ScalarId n : plan.guard_nodes) emit_node(n, in + 3);
+      line(in + 3, sees + "[ki] |= !(" + guard_hides(plan) + ");");
+      line(in + 2, "}");
+      line(in + 1, "}");
+      line(in + 1, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) seen |= " + sees + "[ki];");
       line(in, "}");
+      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) finite &= " + m +
+                   " > -__builtin_inff();");
       line(in, "if (!seen && finite) continue;");
     }
     for (const KeyProduct& p : plan.key_products) emit_key_product(p, begin, count, in);
     // The scores.
-    line(in, "float " + scores + "[" + block + "][" + rows + "];");
+    line(in, "float " + scores + "[" + block + "][" + rows + "] __attribute__((aligned(64)));");
     key_loop(in);
     open_lanes(in + 1);
     line(in + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
@@ -1017,56 +1039,70 @@ class Renderer : private KernelWriter {
     line(in + 1, "}");
     line(in, "}");
     for (const KeyProduct& p : plan.key_products) renamed_.erase(p.reduce);
-    // Each row's new max (as emit_blocked_fold: NaN and elements above -inf counted), the
-    // monoid's rescale of its state, its weights and their sum.
-    line(in, "float " + top + "[" + rows + "], " + max + "[" + rows + "], " + scale + "[" + rows +
-                 "], " + sum + "[" + rows + "];");
-    line(in, "int " + nan + "[" + rows + "], " + real + "[" + rows + "];");
-    line(in, lanes);
-    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-    line(in + 1, top + "[ki] = -__builtin_inff(); " + nan + "[ki] = 0; " + real + "[ki] = 0; " +
-                     sum + "[ki] = 0.0f;");
-    line(in, "}");
-    key_loop(in);
-    line(in + 1, lanes);
-    line(in + 1, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-    line(in + 2, "const float e = " + scores + "[" + key + "][ki];");
-    line(in + 2, top + "[ki] = e > " + top + "[ki] ? e : " + top + "[ki];");
-    line(in + 2, nan + "[ki] += e != e;");
-    line(in + 2, real + "[ki] += e > -__builtin_inff();");
+    // Per vector of the tile's rows: the new max (as emit_blocked_fold: NaN counted, and a
+    // row whose scores are all -inf keeps its max; two running maxima, every other key), the
+    // monoid's rescale of the state, the weights and their sum, then the state's max and sum.
+    const std::string vec = "kz" + id, at = "[" + vec + " * " + std::to_string(kLanes) + "]";
+    auto load = [&](const std::string& name, const std::string& from) {
+      line(in + 1, "kiln_f32x16 " + name + ";");
+      line(in + 1, "__builtin_memcpy(&" + name + ", &" + from + ", sizeof " + name + ");");
+    };
+    auto store = [&](std::size_t at_indent, const std::string& to, const std::string& from) {
+      line(at_indent, "__builtin_memcpy(&" + to + ", &" + from + ", sizeof " + from + ");");
+    };
+    line(in, "float " + weights + "[" + block + "][" + rows + "] __attribute__((aligned(64)));");
+    line(in, "float " + scale + "[" + rows + "] __attribute__((aligned(64)));");
+    line(in, "for (kiln_i64 " + vec + " = 0; " + vec + " < " + std::to_string(row_tile_ / kLanes) +
+                 "; ++" + vec + ") {");
+    load("m", state + at);
+    line(in + 1, "const kiln_f32x16 none = kiln_f32x16{} - __builtin_inff(), one = kiln_f32x16{} + 1.0f;");
+    line(in + 1, "kiln_f32x16 " + top + " = none, " + top + "_1 = none;");
+    line(in + 1, "kiln_i32x16 " + nan + " = {};");
+    line(in + 1, "kiln_i64 " + key + " = 0;");
+    line(in + 1, "for (; " + key + " + 1 < " + count + "; " + key + " += 2) {");
+    line(in + 2, "kiln_f32x16 e, f;");
+    line(in + 2, "__builtin_memcpy(&e, &" + scores + "[" + key + "]" + at + ", sizeof e);");
+    line(in + 2, "__builtin_memcpy(&f, &" + scores + "[" + key + " + 1]" + at + ", sizeof f);");
+    line(in + 2, top + " = e > " + top + " ? e : " + top + ";");
+    line(in + 2, top + "_1 = f > " + top + "_1 ? f : " + top + "_1;");
+    line(in + 2, nan + " |= (e != e) | (f != f);");
     line(in + 1, "}");
-    line(in, "}");
-    line(in, lanes);
-    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-    line(in + 1, max + "[ki] = " + nan + "[ki] ? __builtin_nanf(\"\") : (" + real + "[ki] ? kiln_fmaxf(" +
-                     m + ", " + top + "[ki]) : " + m + ");");
-    line(in + 1, scale + "[ki] = " + m + " < " + max + "[ki] ? kiln_exp2f((" + m + " - " + max +
-                     "[ki]) * " + log2e + ") : 1.0f;");
-    line(in, "}");
-    line(in, "float " + weights + "[" + block + "][" + rows + "];");
-    key_loop(in);
-    line(in + 1, lanes);
-    line(in + 1, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-    line(in + 2, "const float e = " + scores + "[" + key + "][ki];");
-    line(in + 2, "const float w = e < " + max + "[ki] ? kiln_exp2f((e - " + max + "[ki]) * " +
-                     log2e + ") : 1.0f;");
-    line(in + 2, weights + "[" + key + "][ki] = w;");
-    line(in + 2, sum + "[ki] += w;");
+    line(in + 1, "if (" + key + " < " + count + ") {");
+    line(in + 2, "kiln_f32x16 e;");
+    line(in + 2, "__builtin_memcpy(&e, &" + scores + "[" + key + "]" + at + ", sizeof e);");
+    line(in + 2, top + " = e > " + top + " ? e : " + top + ";");
+    line(in + 2, nan + " |= e != e;");
     line(in + 1, "}");
-    line(in, "}");
-    line(in, lanes);
-    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-    line(in + 1, l + " = " + l + " * " + scale + "[ki] + " + sum + "[ki];");
-    line(in + 1, m + " = " + max + "[ki];");
-    line(in, "}");
-    line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
-    open_column_loop(plan, {}, in + 1);
-    line(in + 2, values + "[ki][" + column(plan) + "] *= " + scale + "[ki];");
+    line(in + 1, top + " = " + top + "_1 > " + top + " ? " + top + "_1 : " + top + ";");
+    line(in + 1, "kiln_f32x16 " + max + " = m != m ? m + " + top + " : (m > " + top + " ? m : " +
+                     top + ");");
+    line(in + 1, max + " = " + top + " > none ? " + max + " : m;");
+    line(in + 1, max + " = " + nan + " ? kiln_f32x16{} + __builtin_nanf(\"\") : " + max + ";");
+    line(in + 1, "const kiln_f32x16 c = m < " + max + " ? kiln_exp2_x16((m - " + max + ") * " +
+                     log2e + ") : one;");
+    line(in + 1, "kiln_f32x16 " + sum + " = {};");
+    line(in + 1, "for (" + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    line(in + 2, "kiln_f32x16 e;");
+    line(in + 2, "__builtin_memcpy(&e, &" + scores + "[" + key + "]" + at + ", sizeof e);");
+    line(in + 2, "const kiln_f32x16 w = e < " + max + " ? kiln_exp2_x16((e - " + max + ") * " +
+                     log2e + ") : one;");
+    store(in + 2, weights + "[" + key + "]" + at, "w");
+    line(in + 2, sum + " += w;");
     line(in + 1, "}");
+    load("l", sum_state + at);
+    line(in + 1, "l = l * c + " + sum + ";");
+    store(in + 1, sum_state + at, "l");
+    store(in + 1, state + at, max);
+    store(in + 1, scale + at, "c");
     line(in, "}");
-    if (plan.columns % kKeyTileRows == 0 && plan.columns <= kMaxRegisterValueColumns) {
-      emit_register_values(plan, begin, count, weights, in);
+    if (plan.columns % kLanes == 0 && plan.columns <= kMaxRegisterValueColumns) {
+      emit_register_values(plan, begin, count, weights, scale, in);
     } else {
+      line(in, "for (kiln_i64 ki = 0; ki < " + rows + "; ++ki) {");
+      open_column_loop(plan, {}, in + 1);
+      line(in + 2, values + "[ki][" + column(plan) + "] *= " + scale + "[ki];");
+      line(in + 1, "}");
+      line(in, "}");
       emit_tiled_values(plan, begin, count, weights, in);
     }
     line(indent, "}");
@@ -1088,9 +1124,10 @@ class Renderer : private KernelWriter {
   }
 
   // One key product for a block of keys and the tile's rows, into kd<reduce>[key][row]: per
-  // pass, kKeyTileKeys accumulator vectors (one per key, over the rows) add row operand vector
-  // times key operand along t, in the order of the reduction (no horizontal sums). The keys
-  // of a pass past the block's end repeat its last key.
+  // pass, kKeyTileKeys keys by the tile's vectors of rows, an accumulator vector each, add row
+  // operand vector times key operand along t, in the order of the reduction (no horizontal
+  // sums); each key's operand is broadcast once for all the vectors. The keys of a pass past
+  // the block's end repeat its last key.
   void emit_key_product(const KeyProduct& p, const std::string& begin, const std::string& count,
                         std::size_t indent) {
     const Scalar& inner = nodes_[p.reduce];
@@ -1098,6 +1135,11 @@ class Renderer : private KernelWriter {
     const std::string t = "L_" + inner.var, r = "L_" + nodes_[row_state_->reduce].var;
     const std::string sums = "kd" + n, operands = "ka" + n, pass = "kp" + n;
     const std::size_t keys = static_cast<std::size_t>(kKeyTileKeys);
+    const std::size_t vectors = static_cast<std::size_t>(row_tile_ / kLanes);
+    auto acc = [&](std::size_t g, std::size_t v) {
+      return sums + "_" + std::to_string(g) + "_" + std::to_string(v);
+    };
+    auto lanes = [&](std::size_t v) { return std::to_string(v * kLanes); };
     line(indent, "float " + sums + "[" + std::to_string(row_state_->key_block) + "][" +
                      std::to_string(row_tile_) + "] __attribute__((aligned(64)));");
     line(indent, "for (kiln_i64 " + pass + " = 0; " + pass + " < " + count + "; " + pass +
@@ -1107,12 +1149,16 @@ class Renderer : private KernelWriter {
     // its last key.
     auto product = [&](std::size_t at, const std::string& first, bool clamp) {
       for (std::size_t g = 0; g < keys; ++g) {
-        line(at, "kiln_f32x16 " + sums + "_" + std::to_string(g) + " = {};");
+        for (std::size_t v = 0; v < vectors; ++v) line(at, "kiln_f32x16 " + acc(g, v) + " = {};");
       }
       line(at, "for (kiln_i64 " + t + " = 0; " + t + " < " + std::to_string(p.extent) + "; ++" +
                    t + ") {");
-      line(at + 1, "kiln_f32x16 q;");
-      line(at + 1, "__builtin_memcpy(&q, " + operands + "[" + t + "], sizeof q);");
+      for (std::size_t v = 0; v < vectors; ++v) {
+        const std::string q = "q" + std::to_string(v);
+        line(at + 1, "kiln_f32x16 " + q + ";");
+        line(at + 1, "__builtin_memcpy(&" + q + ", &" + operands + "[" + t + "][" + lanes(v) +
+                         "], sizeof " + q + ");");
+      }
       for (std::size_t g = 0; g < keys; ++g) {
         const std::string k = std::to_string(g);
         line(at + 1, "{");
@@ -1121,14 +1167,19 @@ class Renderer : private KernelWriter {
                                 : first + " + " + k) +
                          ";");
         emit_under(p.key_operand, homes_.reduce_scope(p.reduce), at + 2);
-        line(at + 2, sums + "_" + k + " += q * " + value(p.key_operand, nullptr) + ";");
+        line(at + 2, "const float kk = " + value(p.key_operand, nullptr) + ";");
+        for (std::size_t v = 0; v < vectors; ++v) {
+          line(at + 2, acc(g, v) + " += q" + std::to_string(v) + " * kk;");
+        }
         line(at + 1, "}");
       }
       line(at, "}");
       for (std::size_t g = 0; g < keys; ++g) {
         const std::string k = std::to_string(g);
-        line(at, "__builtin_memcpy(" + sums + "[" + first + " + " + k + "], &" + sums + "_" + k +
-                     ", sizeof " + sums + "_" + k + ");");
+        for (std::size_t v = 0; v < vectors; ++v) {
+          line(at, "__builtin_memcpy(&" + sums + "[" + first + " + " + k + "][" + lanes(v) +
+                       "], &" + acc(g, v) + ", sizeof " + acc(g, v) + ");");
+        }
       }
     };
     // A block of at least kKeyTileKeys keys: its last pass starts early enough to end at the
@@ -1146,53 +1197,71 @@ class Renderer : private KernelWriter {
   }
 
   // The weighted values of a block for the tile's rows, where the columns are whole vectors:
-  // the block's values copied into an array of its keys by the columns, then for kValueRows
-  // rows by up to 4 vectors of columns, an accumulator vector each held across the block's
-  // keys (each a[c] read and written once per block, its terms added in key order).
+  // for kValueRows rows by up to 4 vectors of columns, an accumulator vector each held across
+  // the block's keys (each a[c] read, rescaled by the row's `scale`, and written once per
+  // block, its terms added in key order). The values are read where they are
+  // (RowStatePlan::value_load), else copied first into an array of the block's keys by the
+  // columns.
   void emit_register_values(const RowStatePlan& plan, const std::string& begin,
                             const std::string& count, const std::string& weights,
-                            std::size_t indent) {
+                            const std::string& scale, std::size_t indent) {
     const Scalar& s = nodes_[plan.reduce];
     const std::string id = std::to_string(plan.reduce);
     const std::string r = "L_" + s.var, values = row_state_name(plan, 2), c = column(plan);
     const std::string block = "kv" + id, rows = "kh" + id, chunk = "ko" + id, key = "kj" + id;
     const std::string columns = std::to_string(plan.columns);
-    const std::int64_t vectors = plan.columns / kKeyTileRows;
+    const std::int64_t vectors = plan.columns / kLanes;
     std::int64_t per_chunk = std::min<std::int64_t>(4, vectors);
     while (vectors % per_chunk != 0) --per_chunk;
-    line(indent, "float " + block + "[" + std::to_string(plan.key_block) + "][" + columns +
-                     "] __attribute__((aligned(64)));");
-    line(indent, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
-    open_column_loop(plan, plan.column_nodes, indent + 1, kKeyTileRows);
-    line(indent + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
-    for (ScalarId n : plan.column_nodes) emit_node(n, indent + 2);
-    line(indent + 2, block + "[" + key + "][" + c + "] = " + value(s.args[1], nullptr) + ";");
-    line(indent + 1, "}");
-    line(indent, "}");
+    // A key's values from column `first` on.
+    std::function<std::string(const std::string&)> key_values;
+    if (plan.value_load) {
+      const Scalar& load = nodes_[*plan.value_load];
+      const std::string first_column =
+          expr(graph::substitute(load.index, {{plan.column_var, Expr(0)}}));
+      key_values = [&, first_column](const std::string& first) {
+        return "&in" + std::to_string(load.slot) + "[" + first_column + " + " + first + "]";
+      };
+    } else {
+      line(indent, "float " + block + "[" + std::to_string(plan.key_block) + "][" + columns +
+                       "] __attribute__((aligned(64)));");
+      line(indent, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+      open_column_loop(plan, plan.column_nodes, indent + 1, kLanes);
+      line(indent + 2, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
+      for (ScalarId n : plan.column_nodes) emit_node(n, indent + 2);
+      line(indent + 2, block + "[" + key + "][" + c + "] = " + value(s.args[1], nullptr) + ";");
+      line(indent + 1, "}");
+      line(indent, "}");
+      key_values = [&](const std::string& first) {
+        return "&" + block + "[" + key + "][" + first + "]";
+      };
+    }
     line(indent, "for (kiln_i64 " + rows + " = 0; " + rows + " < " + std::to_string(row_tile_) +
                      "; " + rows + " += " + std::to_string(kValueRows) + ") {");
     line(indent + 1, "for (kiln_i64 " + chunk + " = 0; " + chunk + " < " + columns + "; " +
-                         chunk + " += " + std::to_string(per_chunk * kKeyTileRows) + ") {");
+                         chunk + " += " + std::to_string(per_chunk * kLanes) + ") {");
     const std::size_t in = indent + 2;
     auto acc = [&](std::int64_t row, std::int64_t v) {
       return "y" + std::to_string(row) + "_" + std::to_string(v);
     };
     auto at = [&](std::int64_t row, std::int64_t v) {
       return "&" + values + "[" + rows + " + " + std::to_string(row) + "][" + chunk + " + " +
-             std::to_string(v * kKeyTileRows) + "]";
+             std::to_string(v * kLanes) + "]";
     };
     for (std::int64_t row = 0; row < kValueRows; ++row) {
       for (std::int64_t v = 0; v < per_chunk; ++v) {
         line(in, "kiln_f32x16 " + acc(row, v) + ";");
         line(in, "__builtin_memcpy(&" + acc(row, v) + ", " + at(row, v) + ", sizeof " +
                      acc(row, v) + ");");
+        line(in, acc(row, v) + " *= " + scale + "[" + rows + " + " + std::to_string(row) + "];");
       }
     }
     line(in, "for (kiln_i64 " + key + " = 0; " + key + " < " + count + "; ++" + key + ") {");
+    if (plan.value_load) line(in + 1, "const kiln_i64 " + r + " = " + begin + " + " + key + ";");
     for (std::int64_t v = 0; v < per_chunk; ++v) {
       line(in + 1, "kiln_f32x16 x" + std::to_string(v) + ";");
-      line(in + 1, "__builtin_memcpy(&x" + std::to_string(v) + ", &" + block + "[" + key + "][" +
-                       chunk + " + " + std::to_string(v * kKeyTileRows) + "], sizeof x" +
+      line(in + 1, "__builtin_memcpy(&x" + std::to_string(v) + ", " +
+                       key_values(chunk + " + " + std::to_string(v * kLanes)) + ", sizeof x" +
                        std::to_string(v) + ");");
     }
     for (std::int64_t row = 0; row < kValueRows; ++row) {
@@ -1230,7 +1299,7 @@ class Renderer : private KernelWriter {
     line(in, "kiln_i64 " + done + " = 0;");
     // A pass over the columns for `keys` keys from `from`.
     auto pass = [&](std::size_t at, const std::string& from, std::int64_t keys) {
-      open_column_loop(plan, plan.column_nodes, at, kKeyTileRows);
+      open_column_loop(plan, plan.column_nodes, at, kLanes);
       for (std::int64_t k = 0; k < kValueRows; ++k) {
         line(at + 1, "float y" + std::to_string(k) + " = " + values + "[" + rows + " + " +
                          std::to_string(k) + "][" + c + "];");

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "targets/cpu/tiled_product.hpp"
+
 namespace kiln::targets::cpu {
 
 using graph::Body;
@@ -239,6 +241,20 @@ std::vector<KeyProduct> plan_key_products(const Body& body, const NodeHomes& hom
   return products;
 }
 
+// The weighted value where it can be read in place (RowStatePlan::value_load): the only node
+// of the columns, a plain f32 load stepping by one element along c.
+std::optional<ScalarId> value_in_place(const Body& body, const RowStatePlan& plan) {
+  const ScalarId value = body.scalars()[plan.reduce].args[1];
+  const Scalar& load = body.scalars()[value];
+  if (plan.column_nodes != std::vector<ScalarId>{value} || load.op != ScalarOp::Load ||
+      !load.args.empty() || !(load.valid == graph::Expr(1)) || load.dtype != graph::DType::F32 ||
+      body.inputs()[load.slot] != graph::DType::F32 ||
+      !(load_step(load, plan.column_var) == graph::Expr(1))) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 }  // namespace
 
 std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& homes) {
@@ -296,6 +312,7 @@ std::optional<RowStatePlan> plan_row_state(const Body& body, const NodeHomes& ho
         plan.key_products = plan_key_products(body, homes, plan, k);
         plan.key_tile_loop = k;
       }
+      if (!plan.key_products.empty()) plan.value_load = value_in_place(body, plan);
     }
     return plan;
   }

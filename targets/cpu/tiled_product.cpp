@@ -17,18 +17,13 @@ namespace {
 
 bool trivial(const Scalar& s) { return s.op == ScalarOp::Const || s.op == ScalarOp::Param; }
 
-// How far a load's position moves when loop variable `var` steps by one.
-Expr step(const Scalar& load, const std::string& var) {
-  return graph::simplify(graph::substitute(load.index, {{var, Expr::dim(var) + 1}}) - load.index);
-}
-
 // Whether every load under `factor` steps by one element when loop variable `var` does (and at
 // least one load does): the factor is then read along `var` when packed.
 bool steps_by_one(const std::vector<Scalar>& nodes, ScalarId factor, const std::string& var) {
   bool any = false;
   for (ScalarId id : nodes_under(nodes, factor)) {
     if (nodes[id].op != ScalarOp::Load) continue;
-    if (!(step(nodes[id], var) == Expr(1))) return false;
+    if (!(load_step(nodes[id], var) == Expr(1))) return false;
     any = true;
   }
   return any;
@@ -54,7 +49,7 @@ std::optional<Expr> plain_load_stride(const Body& body, const NodeHomes& homes, 
       load.dtype != graph::DType::F32 || body.inputs()[load.slot] != graph::DType::F32) {
     return std::nullopt;
   }
-  const Expr stride = step(load, var);
+  const Expr stride = load_step(load, var);
   if (homes.mentions_loop_var(stride)) return std::nullopt;
   return stride;
 }
@@ -64,6 +59,10 @@ bool mentions(const std::set<std::string>& deps, const std::string& var) {
 }
 
 }  // namespace
+
+Expr load_step(const Scalar& load, const std::string& var) {
+  return graph::simplify(graph::substitute(load.index, {{var, Expr::dim(var) + 1}}) - load.index);
+}
 
 std::optional<TiledProduct> plan_tiled_product(const Body& body, const NodeHomes& homes) {
   const std::vector<graph::Loop>& loops = body.loops();

@@ -80,6 +80,9 @@ struct TiledProduct {
   std::vector<graph::ScalarId> epilogue;
 };
 
+// How far a load's position moves when loop variable `var` steps by one.
+graph::Expr load_step(const graph::Scalar& load, const std::string& var);
+
 // The tiled product of `body`, or nothing where it does not apply: every output loop parallel
 // with an extent free of the loop variables, at least two of them (rows, then columns,
 // innermost; at least kMinTiledColumns columns where their count is a constant), a plain store; exactly one Reduce, a sum in f32 over an extent free of the loops,

@@ -52,6 +52,9 @@ struct AttentionShape {
   // Loops (i, head, c), the output [seq, heads, columns]: the loop around c is the heads,
   // whose keys differ (as a [seq, heads * d] activation's attention reads them).
   bool heads_inside = false;
+  // The value a computation (y = v * 2), not one load: the CPU copies a block's values before
+  // weighting them instead of reading them in place.
+  bool computed_value = false;
 };
 
 // Inputs q [heads, seq, head_dim], k [heads, seq, head_dim], v [heads, seq, columns] and, for
@@ -87,7 +90,8 @@ inline graph::Body attention_body(const AttentionShape& shape, graph::DType f = 
   } else if (shape.mask == ScoreMask::Input) {
     x = b.binary(ScalarOp::Add, x, b.load(3, i * seq + Expr::dim(j)));
   }
-  const ScalarId y = b.load(2, (h * seq + Expr::dim(j)) * E + c);
+  ScalarId y = b.load(2, (h * seq + Expr::dim(j)) * E + c);
+  if (shape.computed_value) y = b.binary(ScalarOp::Mul, y, b.constant(2.0, f));
   const ScalarId value =
       shape.softmax
           ? b.reduce(online_softmax_monoid(b, f), j, seq, {x, y}, f)

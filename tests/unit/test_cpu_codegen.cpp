@@ -240,6 +240,54 @@ TEST_CASE("float exp2, log2 and sin of the generated code are within 4 ulps over
   check(ScalarOp::Sin, sin_args, [](double x) { return std::sin(x); });
 }
 
+TEST_CASE("the 16-float exp2 of the online softmax's weights is within 4 ulps for arguments "
+          "at most 0, and 0 below 2^-126",
+          "[cpu]") {
+  // kiln_exp2_x16 (the prelude's, for the key products' weights and rescales): random
+  // arguments over [-130, 0], the edges of its clamp and rounding, -0 and -inf.
+  std::vector<float> args;
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> power(-130.0f, 0.0f);
+  for (int i = 0; i < 100000; ++i) args.push_back(power(rng));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, -1e-8f, -0.5f, -1.0f, -125.5f, -126.0f, -126.4f, -126.6f, -127.0f,
+                  -127.5f, -149.0f, -1000.0f, -inf}) {
+    args.push_back(v);
+  }
+  while (args.size() % 16 != 0) args.push_back(-1.0f);
+  const targets::cpu::KernelSource source{
+      "kiln_test_exp2_x16",
+      "extern \"C\" void kiln_test_exp2_x16(void* const* b, const long long* n) {\n"
+      "  for (long long i = 0; i < n[0]; i += 16) {\n"
+      "    kiln_f32x16 x;\n"
+      "    __builtin_memcpy(&x, (const float*)b[0] + i, sizeof x);\n"
+      "    x = kiln_exp2_x16(x);\n"
+      "    __builtin_memcpy((float*)b[1] + i, &x, sizeof x);\n"
+      "  }\n"
+      "}\n",
+      {"n"}};
+  const auto cache = fresh_cache("vector-exp2");
+  targets::cpu::JitCompiler jit(cache);
+  std::vector<targets::cpu::CompiledKernel> k = jit.compile({source});
+  REQUIRE(k[0].fn != nullptr);
+  std::vector<float> out(args.size());
+  void* buffers[] = {args.data(), out.data()};
+  const long long n = static_cast<long long>(args.size());
+  k[0].fn(buffers, &n);
+  for (std::size_t j = 0; j < args.size(); ++j) {
+    const double want = std::exp2(static_cast<double>(args[j]));
+    INFO("exp2(" << args[j] << ") = " << out[j] << ", want " << want);
+    if (want < 0x1p-126) {
+      // Below the least normal float: 0, or the value (the argument rounds up to -126).
+      CHECK((out[j] == 0.0f || std::fabs(out[j] - want) <= 4 * 0x1p-149));
+    } else {
+      const float w = static_cast<float>(want);
+      CHECK(std::fabs(out[j] - want) <= 4 * std::fabs(std::nextafter(w, inf) - w));
+    }
+  }
+  std::filesystem::remove_all(cache);
+}
+
 TEST_CASE("a vectorized max reduction keeps NaN, -inf rows and the largest value", "[cpu]") {
   // Rows: all -inf (a fully masked row), one NaN among finite values, finite values with
   // -FLT_MAX and +inf, and plain finite values (longer than a vector).

@@ -67,6 +67,8 @@ TEST_CASE("cpu row state: attention-shaped reductions agree with the interpreter
       {"online softmax causal", {16, 16, ScoreMask::Causal, true}},
       {"online softmax -inf mask", {8, 16, ScoreMask::Input, true}},
       {"online softmax d=64", {64, 64, ScoreMask::Causal, true}},
+      {"online softmax d=64 c=48 computed values", {64, 48, ScoreMask::Causal, true, false, true}},
+      {"online softmax c=80 -inf mask", {32, 80, ScoreMask::Input, true}},
       {"online softmax heads inside", {16, 16, ScoreMask::Causal, true, true}},
       {"online softmax heads inside -inf mask", {8, 16, ScoreMask::Input, true, true}},
       {"matmul chain", {16, 16, ScoreMask::None, false}},
@@ -335,23 +337,48 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
   REQUIRE(operands != std::string::npos);
   REQUIRE(blocks != std::string::npos);
   CHECK(operands < blocks);
-  // kKeyTileKeys accumulator vectors over the rows, each adding row operands times a key's
-  // operand; a short block's keys clamped to its last.
+  // kKeyTileKeys keys by the tile's vectors of rows, an accumulator vector each, adding row
+  // operands times a key's operand (read once for the vectors); a short block's keys clamped
+  // to its last.
   const std::string last = std::to_string(targets::cpu::kKeyTileKeys - 1);
-  CHECK(contains(code, "kiln_f32x16 kd" + n + "_" + last + " = {};"));
-  CHECK(contains(code, "kd" + n + "_" + last + " += q * "));
+  const std::string last_vector =
+      std::to_string(targets::cpu::kKeyTileRows / targets::cpu::kLanes - 1);
+  CHECK(contains(code, "kiln_f32x16 kd" + n + "_" + last + "_" + last_vector + " = {};"));
+  CHECK(contains(code, "kd" + n + "_" + last + "_" + last_vector + " += q" + last_vector +
+                           " * kk;"));
   CHECK(contains(code, "kiln_imin(kp" + n + " + " + last + ", kn" + id + " - 1)"));
+  // The max, the rescale and the weights on vectors of rows, the exps kiln_exp2_x16.
+  CHECK(contains(code, "const kiln_f32x16 w = e < km" + id + " ? kiln_exp2_x16((e - km" + id));
+  // The values are a plain load along the columns: read where they are, not copied.
+  REQUIRE(plan->value_load);
+  CHECK(*plan->value_load == body.scalar(plan->reduce).args[1]);
+  CHECK(!contains(code, "float kv" + id + "["));
+  {
+    // A computed value (v * 2) is copied per block before it is weighted.
+    const Body computed =
+        kiln::testing::attention_body({16, 32, ScoreMask::Causal, true, false, true});
+    const std::optional<targets::cpu::RowStatePlan> c_plan =
+        targets::cpu::plan_row_state(computed, targets::NodeHomes(computed));
+    REQUIRE(c_plan);
+    CHECK(!c_plan->key_products.empty());
+    CHECK(!c_plan->value_load);
+    CHECK(contains(targets::cpu::render_kernel(computed).code,
+                   "float kv" + std::to_string(c_plan->reduce) + "["));
+  }
   // The weighted values of kValueRows rows by the 32 columns' two vectors held in vectors
   // across the block's keys.
   const std::string last_row = std::to_string(targets::cpu::kValueRows - 1);
   CHECK(contains(code, "y" + last_row + "_1 += x1 * w" + last_row + ";"));
   // The rows are the lanes: no sum or max across lanes anywhere (no horizontal reductions).
   CHECK(!contains(code, "reduction("));
-  // A block the mask hides from every row of the tile is skipped.
+  // A block the mask hides from every row of the tile is skipped; the scan of its mask ends
+  // at the first chunk of keys a row sees.
   CHECK(contains(code, "if (!seen && finite) continue;"));
+  CHECK(contains(code, " && !seen; kgc" + id));
 
-  // The key products' loop runs on 16-float FMAs with the key's operand broadcast from memory
-  // where the machine has AVX-512 (-march=native).
+  // The key products' loop runs on 16-float FMAs where the machine has AVX-512
+  // (-march=native), each key's operand broadcast into a register once and used by an FMA for
+  // each vector of rows.
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
     const auto dir = fresh_dir("row-state-asm");
@@ -365,12 +392,23 @@ TEST_CASE("cpu row state: in blocks of keys, tiles of rows compute the inner red
                                 (dir / "attention.s").string() + " 2>&1";
     REQUIRE(std::system(command.c_str()) == 0);
     std::ifstream in(dir / "attention.s");
-    std::size_t broadcast_fmas = 0;
-    for (std::string l; std::getline(in, l);) {
-      broadcast_fmas += contains(l, "vfmadd") && contains(l, "ps") && contains(l, "{1to16}") &&
-                        contains(l, "%zmm");
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::size_t shared_broadcasts = 0;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const std::size_t comma = lines[i].rfind(',');
+      if (!contains(lines[i], "vbroadcastss") || comma == std::string::npos) continue;
+      const std::string reg = lines[i].substr(lines[i].find('%', comma));
+      std::size_t fmas = 0;
+      for (std::size_t j = i + 1; j < std::min(lines.size(), i + 4); ++j) {
+        fmas += contains(lines[j], "vfmadd") && contains(lines[j], "ps") &&
+                contains(lines[j], reg + ",") && contains(lines[j], "%zmm");
+      }
+      shared_broadcasts += reg.find("%zmm") != std::string::npos &&
+                           fmas >= static_cast<std::size_t>(targets::cpu::kKeyTileRows /
+                                                            targets::cpu::kLanes);
     }
-    CHECK(broadcast_fmas >= static_cast<std::size_t>(targets::cpu::kKeyTileKeys));
+    CHECK(shared_broadcasts >= static_cast<std::size_t>(targets::cpu::kKeyTileKeys));
     std::filesystem::remove_all(dir);
   }
 
@@ -437,9 +475,8 @@ TEST_CASE("cpu row state: the column loop inside the key loop vectorizes, and in
       {true, rowwise, {"reduction(max: kx", "for ("}},
       {true, rowwise, {"reduction(+: kt", "for ("}},
       {true, rowwise, {"const float w = kw", "for (kiln_i64 L_o2"}},
-      // With key products: the loops over the tile's rows (the max, the weights).
-      {true, {}, {"int kq", "for (kiln_i64 kj", "for (kiln_i64 ki"}},
-      {true, {}, {"float kw", "for (kiln_i64 ki"}},
+      // With key products: the loop over the tile's rows of the scores.
+      {true, {}, {"float ks", "for (kiln_i64 kj", "for (kiln_i64 ki"}},
   };
   const std::string prelude = targets::cpu::cpu_prelude();
   for (const Form& form : forms) {
