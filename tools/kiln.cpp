@@ -14,10 +14,14 @@
 #include <iostream>
 #include <vector>
 
+#include "targets/cpu/threads.hpp"
 #include "tools/commands.hpp"
 #include "tools/exit_status.hpp"
 
 int main(int argc, char** argv) {
+  // OpenBLAS (linked for the CPU target) starts threads that poll for ~0.1 s when it is loaded;
+  // every command, `kiln egg` too, would share the cores with them.
+  kiln::targets::cpu::stop_blas_threads();
   CLI::App app{"kiln: a superoptimizer for machine-learning programs"};
   app.require_subcommand(1);
   std::vector<kiln::tools::Command> commands = {

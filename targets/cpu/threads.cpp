@@ -53,6 +53,10 @@ void load_thread_pool(JitCompiler& jit) {
   KILN_ASSERT(compiled.size() == 1 && compiled[0].fn,
               "cpu: the thread pool's entry point does not compile: " + compiled[0].error);
   pool = compiled[0].fn;
+  stop_blas_threads();
+}
+
+void stop_blas_threads() {
   // OpenBLAS's own pool never runs: every library call is split across the OpenMP threads by
   // gemm.cpp, each block calling OpenBLAS on one thread.
   openblas_set_num_threads(1);

@@ -20,6 +20,11 @@ namespace kiln::targets::cpu {
 // Until then everything below runs on the calling thread alone.
 void load_thread_pool(JitCompiler& jit);
 
+// Stops the threads OpenBLAS starts when it is loaded (they poll for ~0.1 s, then sleep) and
+// keeps it on one thread; library calls are split across the OpenMP threads instead.
+// load_thread_pool calls it; a command that uses no BLAS (`kiln egg`) calls it first thing.
+void stop_blas_threads();
+
 // The cores the machine offers (OpenMP's count: cpuset and affinity respected); 1 before
 // load_thread_pool.
 int available_cores();
