@@ -14,6 +14,7 @@
 
 #include "support/cache_files.hpp"
 #include "support/hash.hpp"
+#include "support/seconds_since.hpp"
 #include "targets/cpu/row_state.hpp"
 #include "targets/cpu/vector_clones.hpp"
 
@@ -24,11 +25,8 @@ namespace {
 using graph::Body;
 using graph::ScalarId;
 using graph::ScalarOp;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = support::Clock;
+using support::seconds_since;
 
 // Twelve independent chains of 16-float FMAs (as bench/cpu measures the peak): `rounds` of them,
 // compiled for each x86 level. Returns a value that depends on every chain, so none is dropped.

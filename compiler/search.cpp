@@ -25,6 +25,7 @@
 #include "graph/random_inputs.hpp"
 #include "runtime/buffer_plan.hpp"
 #include "support/diagnostic.hpp"
+#include "support/seconds_since.hpp"
 
 namespace kiln::compiler {
 
@@ -36,10 +37,8 @@ using graph::NodeId;
 using graph::Op;
 using support::UserError;
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = support::Clock;
+using support::seconds_since;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -122,7 +121,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   std::ostringstream printed;
   dsl::Session session(printed);
   const GraphSorts sorts = encode_group(session, chunk, options, /*saturate=*/true);
-  report.saturation_seconds = since(start);
+  report.saturation_seconds = seconds_since(start);
   report.rule_stats = session.total_report().summary();
   const engine::RunReport& saturation = session.total_report();
   report.stop_reason = engine::to_string(saturation.limit_hit.value_or(saturation.stop));
@@ -227,7 +226,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
                       std::make_move_iterator(restored.end()));
   }
   report.candidates = candidates.size();
-  report.check_seconds = since(start);
+  report.check_seconds = seconds_since(start);
 
   // measure
   start = Clock::now();
@@ -240,7 +239,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
   };
   measure_candidates(candidates, values, measurer, options.dims, options.max_measurements,
                      cheapest_so_far, rules_of, report, options.verbose);
-  report.measure_seconds = since(start);
+  report.measure_seconds = seconds_since(start);
 
   // extract, verify; a program that fails its check bans its suspects and is extracted again
   start = Clock::now();
@@ -271,7 +270,7 @@ GroupProgram search_group(const ChunkGraph& chunk, runtime::Target& target, Meas
     if (ban.empty()) ban = picked;
     banned.insert(ban.begin(), ban.end());
   }
-  report.extract_seconds = since(start);
+  report.extract_seconds = seconds_since(start);
 
   // The one-op program: the baseline, and the fallback; checked like any other.
   std::optional<GroupProgram> baseline = one_op_program(chunk);

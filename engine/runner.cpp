@@ -5,15 +5,13 @@
 #include "engine/query_plan.hpp"
 #include "engine/repeated_matches.hpp"
 #include "support/diagnostic.hpp"
+#include "support/seconds_since.hpp"
 
 namespace kiln::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = support::Clock;
+using support::seconds_since;
 
 // The query variables a rule's actions read: only these are stored per match, which keeps
 // the match buffers small when joins bind variables the actions never use.

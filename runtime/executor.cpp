@@ -7,6 +7,7 @@
 
 #include "graph/native.hpp"
 #include "support/diagnostic.hpp"
+#include "support/seconds_since.hpp"
 
 namespace kiln::runtime {
 
@@ -14,11 +15,8 @@ using support::UserError;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using Clock = support::Clock;
+using support::seconds_since;
 
 std::vector<std::int64_t> evaluate_shape(const Value& v, const graph::DimValues& dims) {
   std::vector<std::int64_t> shape;
