@@ -63,10 +63,11 @@ void add_common(CLI::App* cmd, CompileCommandOptions& o) {
                 "Also try tiled, reordered and split kernels (rules/schedule/; the default)");
   cmd->add_option("--measure-top", o.measure_top,
                   "Candidates per e-class checked and measured besides its library calls and "
-                  "one-op kernel, best first by the cost model (default 3; 0: all)");
+                  "one-op kernel, best first by the cost model (default 3; 0: all)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--threads", o.threads,
                   "Threads for kernels and library calls (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
 }
 
 compiler::CompileOptions compile_options(const CompileCommandOptions& o,

@@ -167,11 +167,11 @@ Command add_generate_command(CLI::App& app) {
                 "Then time one more decode step step by step (on stderr)");
   cmd->add_option("--context", o->context,
                   "KV cache positions (default 2048, at most the model's context)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--target", o->target, "cpu (default) or reference");
   cmd->add_option("--threads", o->threads,
                   "Threads for kernels and library calls (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   return {cmd, [o] { return run_generate(*o); }};
 }
 

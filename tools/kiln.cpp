@@ -35,7 +35,13 @@ int main(int argc, char** argv) {
       kiln::tools::add_generate_command(app),
       kiln::tools::add_tokenize_command(app),
   };
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help prints and succeeds; a malformed command line is a user's mistake: status 1, as
+    // for every other one (CLI11's own codes are 100 and up).
+    return app.exit(e) == 0 ? 0 : 1;
+  }
   for (const kiln::tools::Command& c : commands) {
     if (c.app->parsed()) return kiln::tools::run_reporting_errors(c.run, std::cout, std::cerr);
   }

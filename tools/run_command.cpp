@@ -48,7 +48,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the random inputs");
   cmd->add_option("--threads", o->threads,
                   "Threads for kernels and library calls (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   return {cmd, [o] {
             const examples::Example& example = find_model(o->name);
             graph::GraphBuilder builder;
