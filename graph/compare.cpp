@@ -109,9 +109,19 @@ std::string mismatch(const std::vector<double>& got, const std::vector<double>& 
 std::vector<double> rounding_spread(const std::vector<double>& rounded,
                                     const std::vector<double>& in_double) {
   std::vector<double> out(rounded.size(), 0.0);
+  double sum_of_squares = 0.0;
+  std::size_t finite = 0;
   for (std::size_t i = 0; i < rounded.size() && i < in_double.size(); ++i) {
     const double d = std::fabs(rounded[i] - in_double[i]);
-    if (std::isfinite(d)) out[i] = kSpreadFactor * d;
+    if (!std::isfinite(d)) continue;
+    out[i] = d;
+    sum_of_squares += d * d;
+    ++finite;
+  }
+  const double floor = finite == 0 ? 0.0 : std::sqrt(sum_of_squares / static_cast<double>(finite));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const bool compared_exactly = i >= in_double.size() || !std::isfinite(rounded[i] - in_double[i]);
+    if (!compared_exactly) out[i] = kSpreadFactor * std::max(out[i], floor);
   }
   return out;
 }

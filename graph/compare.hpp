@@ -58,8 +58,10 @@ std::string mismatch(const std::vector<double>& got, const std::vector<double>& 
 // Per element, kSpreadFactor times the distance between a value rounded at every node (the
 // reference) and the same value computed in double: where a value is ill-conditioned (the sine
 // of an argument of 166, whose one f32 ulp is 1.5e-5), a correct kernel that rounds at other
-// places (an FMA) lands that far from the reference, beyond the dtype's few ulps. Non-finite
-// pairs give 0 (they are compared exactly).
+// places (an FMA) lands that far from the reference, beyond the dtype's few ulps. One element's
+// distance is one draw of that rounding noise and may be near 0 by luck where a kernel's is not,
+// so no element gets less than kSpreadFactor times the tensor's root-mean-square distance.
+// Non-finite pairs give 0 (they are compared exactly) and count for nothing.
 std::vector<double> rounding_spread(const std::vector<double>& rounded,
                                     const std::vector<double>& in_double);
 constexpr double kSpreadFactor = 2.0;

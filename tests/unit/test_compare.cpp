@@ -62,20 +62,26 @@ TEST_CASE("mismatch: the tolerance is absolute plus relative to each element") {
 
 TEST_CASE("mismatch: per-element slack from the reference's rounding spread") {
   // The reference rounded at every node, the same computed in double: an ill-conditioned
-  // element (1.0 vs 1.01) gets twice that distance as room, the others none beyond the dtype's.
-  const std::vector<double> rounded{1.0, 0.5, kInf};
-  const std::vector<double> in_double{1.01, 0.5, 1e300};
+  // element (1.0 vs 1.01) gets twice that distance as room; every finite element gets at least
+  // twice the tensor's root-mean-square distance (0.01 / sqrt(3): one element's distance is one
+  // draw of the rounding noise); the non-finite one none.
+  const std::vector<double> rounded{1.0, 0.5, kInf, 2.0};
+  const std::vector<double> in_double{1.01, 0.5, 1e300, 2.0};
   const std::vector<double> spread = rounding_spread(rounded, in_double);
+  const double floor = 2 * 0.01 / std::sqrt(3.0);
   CHECK(spread[0] == Approx(2 * 0.01));
-  CHECK(spread[1] == 0.0);
+  CHECK(spread[1] == Approx(floor));
   CHECK(spread[2] == 0.0);  // not finite: compared exactly
+  CHECK(spread[3] == Approx(floor));
   const Tolerance tol = tolerance(DType::F32);
-  CHECK(mismatch({1.015, 0.5, kInf}, rounded, tol, spread) == "");
-  CHECK(contains(mismatch({1.03, 0.5, kInf}, rounded, tol, spread), "element 0"));
-  CHECK(contains(mismatch({1.0, 0.5001, kInf}, rounded, tol, spread), "element 1"));
-  CHECK(contains(mismatch({1.0, 0.5, 1e300}, rounded, tol, spread), "element 2"));
+  CHECK(mismatch({1.015, 0.51, kInf, 2.0}, rounded, tol, spread) == "");
+  CHECK(contains(mismatch({1.03, 0.5, kInf, 2.0}, rounded, tol, spread), "element 0"));
+  CHECK(contains(mismatch({1.0, 0.52, kInf, 2.0}, rounded, tol, spread), "element 1"));
+  CHECK(contains(mismatch({1.0, 0.5, 1e300, 2.0}, rounded, tol, spread), "element 2"));
   // Without slack the first is out.
-  CHECK(contains(mismatch({1.015, 0.5, kInf}, rounded, tol), "element 0"));
+  CHECK(contains(mismatch({1.015, 0.5, kInf, 2.0}, rounded, tol), "element 0"));
+  // A value the roundings do not move gets no room at all.
+  for (double s : rounding_spread({1.0, 0.5}, {1.0, 0.5})) CHECK(s == 0.0);
 }
 
 TEST_CASE("mismatch: the softmax case, bad small elements next to large ones") {

@@ -431,6 +431,25 @@ TEST_CASE("compile: an ill-conditioned value is checked within the reference's o
   CHECK(report.searched_steps == 1);  // the whole chain in one kernel
 }
 
+TEST_CASE("compile: a value no original node holds is checked within its own rounding spread",
+          "[compile]") {
+  // softmax(sin(x * 100000 + pi/2)): the rules decompose the softmax, and its exp(s - max(s))
+  // and sum live in e-classes no original node holds; their values are interpreted from the
+  // sine's. The sine moves by up to an f32 ulp of its argument between a kernel that contracts
+  // the multiply-add and the interpreter (see the test above); every value computed from it
+  // inherits that spread, and a kernel fusing the chain into the exp's e-class lands within it.
+  GraphBuilder b;
+  GraphTensor x = b.input("x", {Expr(8), Expr(16)});
+  softmax(graph::sin(x * 100000.0 + 1.5707963267948966), 1).output("y");
+  const Compiled c = compile_with(b.graph(), "");
+  const compiler::GroupReport& report = c.report();
+  std::string rejections;
+  for (const compiler::Rejection& r : report.rejected) rejections += r.what + ": " + r.why + "\n";
+  INFO(rejections);
+  CHECK(report.rejected.empty());
+  CHECK(c.error < 1e-3);
+}
+
 TEST_CASE("compile: a kernel of the wrong size, one reading out of bounds and a Gemm with an "
           "unbound dim are rejected with their rule", "[compile]") {
   GraphBuilder b;
