@@ -27,8 +27,8 @@ void load_thread_pool(JitCompiler& jit);
 // load_thread_pool calls it; a command that uses no BLAS (`kiln egg`) calls it first thing.
 void stop_blas_threads();
 
-// The cores the machine offers (OpenMP's count: cpuset and affinity respected); 1 before
-// load_thread_pool.
+// The CPUs the process may run on, as load_thread_pool found them (cpuset and affinity
+// respected; what OpenMP counts before any thread is placed); 1 before load_thread_pool.
 int available_cores();
 
 // Runs kernels and library calls on `threads` threads (0: every available core), from now on,
