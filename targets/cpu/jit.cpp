@@ -21,6 +21,7 @@
 #include "support/diagnostic.hpp"
 #include "support/hash.hpp"
 #include "targets/cpu/codegen_version.hpp"
+#include "targets/cpu/threads.hpp"
 
 namespace kiln::targets::cpu {
 
@@ -37,6 +38,7 @@ std::string hex64(std::uint64_t v) {
 // Runs a shell command; returns its exit status and fills `output` with stdout and stderr.
 int run_command(const std::string& command, std::string& output) {
   output.clear();
+  const ProcessCpusScope unconfined;  // the compiler runs on any of the process's CPUs
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return -1;
   std::array<char, 4096> buffer{};

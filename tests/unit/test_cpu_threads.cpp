@@ -3,11 +3,16 @@
 // shapes from tiny to prefill-sized; `set_threads` reports the count in use. Times are
 // compared by the ratio of their medians, with a generous margin and a retry, so that a busy
 // machine does not fail the test; on a one-core machine the comparison is skipped (warned).
+// Where the threads run: on more than one, each on CPUs of its own; on one, anywhere.
 #include <catch2/catch.hpp>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -73,6 +78,35 @@ bool two_threads_not_slower(const std::string& what, F body) {
   WARN(what << ": 1 thread " << one * 1e6 << " us, 2 threads " << two * 1e6 << " us");
   return false;
 }
+
+// The process's CPUs, read when the test program starts, before any thread is placed.
+const cpu_set_t kProcessCpus = [] {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ::sched_getaffinity(0, sizeof mask, &mask);
+  return mask;
+}();
+
+cpu_set_t calling_thread_cpus() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ::sched_getaffinity(0, sizeof mask, &mask);
+  return mask;
+}
+
+// Each of the calling thread's team's CPUs, by thread number.
+std::vector<cpu_set_t> team_cpus() {
+  std::vector<cpu_set_t> masks(static_cast<std::size_t>(targets::cpu::threads_in_use()));
+  targets::cpu::on_each_thread(
+      [](void* context, int thread) {
+        auto& out = *static_cast<std::vector<cpu_set_t>*>(context);
+        if (static_cast<std::size_t>(thread) < out.size()) out[thread] = calling_thread_cpus();
+      },
+      &masks);
+  return masks;
+}
+
+bool same_cpus(const cpu_set_t& a, const cpu_set_t& b) { return CPU_EQUAL(&a, &b); }
 
 Tensor random_tensor(const std::vector<std::int64_t>& shape, std::mt19937& rng) {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
@@ -144,4 +178,54 @@ TEST_CASE("cpu threads: products are not slower on two threads than on one",
     CHECK(two_threads_not_slower(what, [&] { device.call(call, buffers, {}); }));
     for (void* p : buffers) device.release(p);
   }
+}
+
+TEST_CASE("cpu threads: on several threads each runs on CPUs of its own, on one anywhere",
+          "[runtime][cpu][threads]") {
+  cpu_target();  // loads the pool
+  if (std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") ||
+      std::getenv("GOMP_CPU_AFFINITY")) {
+    WARN("skipped: the user places OpenMP's threads");
+    return;
+  }
+  const int cpus = CPU_COUNT(&kProcessCpus);
+  CHECK(targets::cpu::available_cores() == cpus);
+  for (int threads = 2; threads <= std::min(cpus, 4); ++threads) {
+    INFO("threads " << threads);
+    REQUIRE(targets::cpu::set_threads(threads) == threads);
+    const std::vector<cpu_set_t> team = team_cpus();
+    REQUIRE(team.size() == static_cast<std::size_t>(threads));
+    // The other threads on one CPU each, all different, none the calling thread's; the
+    // calling thread on the rest.
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (const cpu_set_t& mask : team) {
+      CHECK(CPU_COUNT(&mask) >= 1);
+      cpu_set_t both;
+      CPU_AND(&both, &all, &mask);
+      CHECK(CPU_COUNT(&both) == 0);
+      CPU_OR(&all, &all, &mask);
+    }
+    for (std::size_t t = 1; t < team.size(); ++t) CHECK(CPU_COUNT(&team[t]) == 1);
+    CHECK(same_cpus(all, kProcessCpus));
+    // A forked process, and the JIT's compiler, start on all the process's CPUs.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(same_cpus(calling_thread_cpus(), kProcessCpus) ? 0 : 1);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    {
+      const targets::cpu::ProcessCpusScope unconfined;
+      CHECK(same_cpus(calling_thread_cpus(), kProcessCpus));
+    }
+    CHECK(same_cpus(calling_thread_cpus(), team[0]));
+  }
+  if (cpus < 2) WARN("one CPU: no thread was pinned");
+  // More threads than CPUs, or one thread: every thread anywhere.
+  REQUIRE(targets::cpu::set_threads(cpus + 1) == cpus + 1);
+  for (const cpu_set_t& mask : team_cpus()) CHECK(same_cpus(mask, kProcessCpus));
+  REQUIRE(targets::cpu::set_threads(1) == 1);
+  CHECK(same_cpus(calling_thread_cpus(), kProcessCpus));
+  cpu_target().set_threads(0);
 }
