@@ -168,7 +168,7 @@ class Emitter {
                           num(kTaskRows) + ", " + num(kTileColumns) + ", " + num(kPanelRows) +
                           ", " + num(kPanelColumns) + ");");
     out_.line(indent, "const kiln_i64 kp_mb = kp_t.row_tasks, kp_nb = kp_t.column_tasks;");
-    // Each thread's packs and sums (864 KB) on the heap: more than a small thread stack holds.
+    // Each thread's packs and sums (1.2 MB) on the heap: more than a small thread stack holds.
     out_.line(indent, "float* const kp_pool = kiln_tile_scratch(" + num(kTaskScratch) + ");");
     out_.line(indent, "#pragma omp parallel for collapse(" + num(static_cast<std::int64_t>(batch) + 2) +
                           ") schedule(static) if(" + out_.index(graph::simplify(trips)) +

@@ -26,8 +26,9 @@
 // vectors once and adds each row's element, broadcast, times them (FMAs); a ragged row panel
 // runs a tile of its own rows. A column panel of b (kTileDepth x kPanelColumns floats) stays
 // in L1 while the row panels pass over it; a's block stays in L2. The sums carry across blocks
-// of k in an array of the task, in the thread's heap scratch with the packs (864 KB). A task of
-// up to 512 rows takes a 512-row product's columns whole: its b block is packed once.
+// of k in an array of the task, in the thread's heap scratch with the packs (1.2 MB). A task of
+// up to 528 rows takes a 512-row product's rows whole (b's block packed once per thread), and a
+// block of 512 steps of k its whole sum (no sums carried).
 // Products in f32 only (FMAs reorder nothing but round each step once: within the tolerance of
 // a vectorized sum); f64 and f16 products keep the plain form. The vectors are GCC's vector
 // extension: the JIT's -march=native makes them two AVX2 or four SSE registers elsewhere.
@@ -44,15 +45,17 @@
 
 namespace kiln::targets::cpu {
 
-// Rows and columns of the micro-kernel's tile of sums (columns a multiple of 16).
-constexpr std::int64_t kPanelRows = 8;
-constexpr std::int64_t kPanelColumns = 32;
+// Rows and columns of the micro-kernel's tile of sums (columns a multiple of 16): 24 vectors of
+// sums, per step of k 4 loads and 6 broadcasts for 24 FMAs (8 x 32 took 10 for 16; 6 x 64 was
+// 1.0-1.05x faster at N = 512 and 1024 on 2 threads, bench/cpu/tiled_product.cpp).
+constexpr std::int64_t kPanelRows = 6;
+constexpr std::int64_t kPanelColumns = 64;
 // The blocks: rows and columns of C per task of a thread (its sums in the thread's scratch), rows
 // of a per packed block, steps of k per packed block.
-constexpr std::int64_t kTaskRows = 512;
+constexpr std::int64_t kTaskRows = 528;
 constexpr std::int64_t kTileColumns = 256;
 constexpr std::int64_t kTileRows = 96;
-constexpr std::int64_t kTileDepth = 256;
+constexpr std::int64_t kTileDepth = 512;
 // A task's packs of a and b and its sums, in floats (multiples of 16: each part stays 64-byte
 // aligned in the thread's scratch).
 constexpr std::int64_t kTaskScratch = kTileRows * kTileDepth + kTileDepth * kTileColumns +
