@@ -121,6 +121,7 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
       {"plain"},
       {"transposed b", false, false, false, true},
       {"transposed a", false, false, true},
+      {"transposed store", false, false, false, false, false, true},
       {"batch", true},
       {"batch, shared transposed b", true, true, false, true},
       {"epilogue, transposed f16 store", false, false, false, false, true, true, DType::F32,
@@ -147,6 +148,10 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
     // A transposed f32 b's whole panels go through register transposes.
     CHECK(contains(sources.back().code, "kiln_transpose_panel<") ==
           (expect_tiled && p.b_transposed && p.inputs == DType::F32));
+    // The sum itself, stored in f32 along the columns, is stored by the micro-kernel; any
+    // other value or layout goes through the task's array of sums and the epilogue.
+    CHECK(contains(sources.back().code, "kp_o = out + ") ==
+          (expect_tiled && !p.epilogue && !p.store_transposed && p.output == DType::F32));
   }
   const auto cache = fresh_dir("tiled-product");
   targets::cpu::JitCompiler jit(cache);
@@ -156,10 +161,11 @@ TEST_CASE("cpu tiled product: matrix products agree with the interpreter at ragg
     std::int64_t batches, m, n, k;
   };
   // Ragged everywhere: single elements, below a panel, past a panel, past a block of rows
-  // (96), of a task's rows (384), of columns (256) and of k (256), an empty k.
+  // (96), of a task's rows (528), of columns (256) and of k (512), an empty k.
   const std::vector<Size> sizes = {{1, 1, 1, 1},     {2, 7, 33, 100}, {3, 33, 7, 9},
-                                   {2, 100, 40, 7},  {1, 97, 17, 260}, {1, 400, 9, 20},
-                                   {1, 9, 257, 30},  {2, 5, 3, 0}};
+                                   {2, 100, 40, 7},  {1, 97, 17, 260}, {1, 13, 70, 530},
+                                   {1, 400, 9, 20},  {1, 533, 70, 30}, {1, 9, 257, 30},
+                                   {2, 5, 3, 0}};
   std::mt19937 rng(5);
   for (std::size_t s = 0; s < shapes.size(); ++s) {
     REQUIRE(kernels[s].fn != nullptr);
@@ -330,7 +336,7 @@ TEST_CASE("cpu tiled product: compiled for x86 levels without AVX-512, it still 
 }
 
 TEST_CASE("cpu tiled product: a thread with a small stack runs it", "[cpu][tiled-product]") {
-  // A task's packs and sums take 736 KB: they live in heap scratch, so a caller's thread with a
+  // A task's packs and sums take 1.2 MB: they live in heap scratch, so a caller's thread with a
   // 256 KB stack (smaller than them) runs the product to the same result.
   const ProductShape shape{"plain"};
   const Body body = product_body(shape);
