@@ -45,11 +45,38 @@ std::size_t rows_in_filter(const Table& t, RowFilter filter, Timestamp since) {
 // Expected rows per binding of the bound columns. Builds the index on `mask` if needed: the
 // join would use it anyway, and a guess without statistics picks bad orders on e-graphs,
 // where a few e-classes own most rows.
-double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
+// `self_join`: the key is read from the same columns of another row of this table (factoring's
+// `(Mul a b)` and `(Mul a c)`); a key is then drawn as a row is, and popular keys come up as
+// often as they have rows (rows_per_key_of_a_row). A filter keeps its share of each chain.
+double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp since,
+                       bool self_join = false) {
   double rows = static_cast<double>(rows_in_filter(t, filter, since));
   if (mask == 0) return rows;
   if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return std::min(rows, 1.0);
+  if (self_join && t.size() != 0) {
+    double share = std::min(1.0, rows / double(t.size()));
+    return std::min(rows, t.index(mask).rows_per_key_of_a_row() * share);
+  }
   return std::min(rows, t.index(mask).rows_per_key());
+}
+
+// True if every column of `mask` in atom `a` holds a variable that an atom in `used` of the
+// same function holds in the same column.
+bool joins_itself(const Query& q, std::size_t a, ColumnMask mask, const std::vector<bool>& used) {
+  const QueryAtom& atom = q.atoms[a];
+  for (std::size_t u = 0; u < q.atoms.size(); ++u) {
+    const QueryAtom& other = q.atoms[u];
+    if (!used[u] || other.function != atom.function) continue;
+    bool same = true;
+    for (std::uint32_t c = 0; c < atom.columns.size() && same; ++c) {
+      if (!(mask & (1u << c))) continue;
+      const QueryTerm& x = atom.columns[c];
+      const QueryTerm& y = other.columns[c];
+      same = x.is_var && y.is_var && x.var == y.var;
+    }
+    if (same) return true;
+  }
+  return false;
 }
 
 ColumnMask bound_mask(const QueryAtom& atom, const std::vector<bool>& bound) {
@@ -114,7 +141,8 @@ Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>&
     for (std::size_t a = 0; a < q.atoms.size(); ++a) {
       if (used[a] || (n == 0 && a != first)) continue;
       ColumnMask mask = bound_mask(q.atoms[a], bound);
-      double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since);
+      double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since,
+                                      mask != 0 && joins_itself(q, a, mask, used));
       fanout *= std::pow(kCheckSelectivity, checks_enabled(q, q.atoms[a], bound, done));
       bool connected = mask != 0;
       if (best == q.atoms.size() || (connected && !best_connected) ||
