@@ -73,4 +73,29 @@ void ColumnIndex::add(RowId row, std::uint64_t hash) {
   synced_ = std::max(synced_, row + 1);
 }
 
+double ColumnIndex::rows_per_key_of_a_row() const {
+  if (sampled_.synced == synced_ && sampled_.entries == entries_) return sampled_.rows;
+  // Rows at hashed (deterministic) positions, so a regular layout of the rows (every other
+  // row on one key) cannot line up with the samples; each one's chain is walked for rows
+  // with its hash, up to a cap that bounds the cost on a key held by most of the table.
+  constexpr std::uint64_t kSamples = 32;
+  constexpr std::size_t kMaxWalk = 256;
+  std::size_t end = std::min<std::size_t>(synced_, links_.size());
+  double total = 0;
+  std::size_t taken = 0;
+  for (std::uint64_t k = 0; end != 0 && k < kSamples; ++k) {
+    std::uint64_t hash = links_[support::mix64(k) % end].hash;
+    if (hash == 0) continue;  // dead or not indexed
+    std::size_t same = 0, walked = 0;
+    for (RowId p = first(hash); p != kNoRow && walked < kMaxWalk; p = links_[p].next, ++walked) {
+      same += links_[p].hash == hash;
+    }
+    total += double(same);
+    ++taken;
+  }
+  double rows = taken ? total / double(taken) : rows_per_key();
+  sampled_ = {synced_, entries_, rows};
+  return rows;
+}
+
 }  // namespace kiln::engine

@@ -102,6 +102,11 @@ class ColumnIndex {
   bool same_hash(RowId row, std::uint64_t hash) const { return links_[row].hash == (hash | kPresent); }
   // Average rows per lookup (rows / non-empty chains): the planner's fan-out estimate.
   double rows_per_key() const { return occupied_ ? double(entries_) / double(occupied_) : 0.0; }
+  // Average rows sharing the key of a row (the chain lengths weighted by the rows in them),
+  // estimated from rows spread evenly over the table: the fan-out of a lookup whose key is read
+  // from a row of the same columns. Where a few e-classes own most rows it is far above
+  // rows_per_key(), which counts every key once however many rows hold it.
+  double rows_per_key_of_a_row() const;
 
  private:
   static constexpr std::uint64_t kPresent = std::uint64_t{1} << 63;
@@ -125,6 +130,13 @@ class ColumnIndex {
   std::size_t occupied_ = 0;  // non-empty chains
   std::size_t slots_capacity_ = 0;  // slots_.size() when the chains were last laid out
   RowId synced_ = 0;
+  // rows_per_key_of_a_row() as computed for the index at (synced_, entries_).
+  struct Sampled {
+    RowId synced = kNoRow;
+    std::size_t entries = 0;
+    double rows = 0;
+  };
+  mutable Sampled sampled_;
 };
 
 }  // namespace kiln::engine

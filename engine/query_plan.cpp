@@ -45,11 +45,52 @@ std::size_t rows_in_filter(const Table& t, RowFilter filter, Timestamp since) {
 // Expected rows per binding of the bound columns. Builds the index on `mask` if needed: the
 // join would use it anyway, and a guess without statistics picks bad orders on e-graphs,
 // where a few e-classes own most rows.
-double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
+// `self_join`: the key is read from the same columns of another row of this table (factoring's
+// `(Mul a b)` and `(Mul a c)`); a key is then drawn as a row is, and popular keys come up as
+// often as they have rows (rows_per_key_of_a_row). A filter keeps its share of each chain.
+double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp since,
+                       bool self_join = false) {
   double rows = static_cast<double>(rows_in_filter(t, filter, since));
   if (mask == 0) return rows;
   if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return std::min(rows, 1.0);
+  if (self_join && t.size() != 0) {
+    double share = std::min(1.0, rows / double(t.size()));
+    return std::min(rows, t.index(mask).rows_per_key_of_a_row() * share);
+  }
   return std::min(rows, t.index(mask).rows_per_key());
+}
+
+// Per atom a: the other atoms u of the same function that hold a variable of a in the same
+// column, with those columns. Computed once per plan: the greedy search asks at every step.
+using SharedColumns = std::vector<std::vector<std::pair<std::size_t, ColumnMask>>>;
+SharedColumns shared_columns(const Query& q) {
+  SharedColumns shared(q.atoms.size());
+  for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+    for (std::size_t u = 0; u < q.atoms.size(); ++u) {
+      const QueryAtom& x = q.atoms[a];
+      const QueryAtom& y = q.atoms[u];
+      if (a == u || x.function != y.function) continue;
+      ColumnMask columns = 0;
+      for (std::uint32_t c = 0; c < x.columns.size(); ++c) {
+        const QueryTerm& s = x.columns[c];
+        const QueryTerm& t = y.columns[c];
+        if (s.is_var && t.is_var && s.var == t.var) columns |= 1u << c;
+      }
+      if (columns != 0) shared[a].emplace_back(u, columns);
+    }
+  }
+  return shared;
+}
+
+// True if an atom in `used` of the same function as atom `a` holds, in every column of
+// `mask` (not empty), the variable that atom `a` holds there: a's key is read from those
+// columns of a row of its own table.
+bool joins_itself(const SharedColumns& shared, std::size_t a, ColumnMask mask,
+                  const std::vector<bool>& used) {
+  for (auto [u, columns] : shared[a]) {
+    if (used[u] && (mask & ~columns) == 0) return true;
+  }
+  return false;
 }
 
 ColumnMask bound_mask(const QueryAtom& atom, const std::vector<bool>& bound) {
@@ -99,9 +140,9 @@ int checks_enabled(const Query& q, const QueryAtom& atom, const std::vector<bool
 // Starting from `first`, repeatedly takes the atom joined on a bound column with the smallest
 // estimated fan-out, discounted for the checks it enables (cross products last; ties go to the
 // later atom, which reproduces egglog's row order).
-Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
-                   Timestamp since, std::vector<bool> bound, std::vector<bool> done,
-                   std::size_t first) {
+Order greedy_order(EGraph& egraph, const Query& q, const SharedColumns& shared,
+                   const std::vector<RowFilter>& filters, Timestamp since, std::vector<bool> bound,
+                   std::vector<bool> done, std::size_t first) {
   Order order;
   std::vector<bool> used(q.atoms.size(), false);
   std::vector<bool> ignored_binds(q.primitives.size());
@@ -114,7 +155,8 @@ Order greedy_order(EGraph& egraph, const Query& q, const std::vector<RowFilter>&
     for (std::size_t a = 0; a < q.atoms.size(); ++a) {
       if (used[a] || (n == 0 && a != first)) continue;
       ColumnMask mask = bound_mask(q.atoms[a], bound);
-      double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since);
+      double fanout = estimate_fanout(egraph.table(q.atoms[a].function), mask, filters[a], since,
+                                      mask != 0 && joins_itself(shared, a, mask, used));
       fanout *= std::pow(kCheckSelectivity, checks_enabled(q, q.atoms[a], bound, done));
       bool connected = mask != 0;
       if (best == q.atoms.size() || (connected && !best_connected) ||
@@ -166,8 +208,9 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
   constexpr double kClearlyCheaper = 0.9;
   Order best_order;
   std::optional<Order> delta_order;
+  SharedColumns shared = shared_columns(q);
   for (std::size_t k = 0; k < starts.size(); ++k) {
-    Order order = greedy_order(egraph, q, filters, since, bound, done, starts[k]);
+    Order order = greedy_order(egraph, q, shared, filters, since, bound, done, starts[k]);
     if (delta != filters.end() && starts[k] == std::size_t(delta - filters.begin())) delta_order = order;
     if (k == 0 || order.cost <= best_order.cost) best_order = std::move(order);
   }

@@ -154,6 +154,30 @@ TEST_CASE("table: primary and secondary indexes stay right while rows grow past 
   for (Value k = 0; k < 37; ++k) REQUIRE(index_lookup(t, early, {k}) == scan(t, {0}, {k}));
 }
 
+TEST_CASE("table: an index's fan-out seen from a row counts a popular key once per row", "[engine]") {
+  // Half the rows share key 7, the other half have a key each (as a few e-classes own most
+  // rows of an e-graph): a key drawn from a row is the popular one half the time.
+  Table t(2);
+  const std::size_t n = 600;
+  for (std::size_t i = 0; i < n; ++i) {
+    Value keys[] = {i % 2 == 0 ? Value{7} : Value{1000 + i}, i};
+    t.append(keys, 0, 1, false);
+  }
+  const ColumnIndex& index = t.index(0b001);
+  CHECK(index.rows_per_key() < 3);  // 600 rows over 301 keys
+  // Exactly (300 * 300 + 300 * 1) / 600 = 150.5; the estimate caps its walk of a long chain.
+  CHECK(index.rows_per_key_of_a_row() > 50);
+  CHECK(index.rows_per_key_of_a_row() <= 151);
+  CHECK(index.rows_per_key_of_a_row() > 10 * index.rows_per_key());
+  // Without skew it is the rows per key: every key on two rows.
+  Table even(2);
+  for (std::size_t i = 0; i < n; ++i) {
+    Value keys[] = {i / 2, i};
+    even.append(keys, 0, 1, false);
+  }
+  CHECK(even.index(0b001).rows_per_key_of_a_row() == Approx(2.0));
+}
+
 TEST_CASE("table: for_each_row over a row range visits exactly the matching rows in it, in order", "[engine]") {
   // Semi-naive searches walk only the new rows [split, end) or the old ones [0, split) of an
   // index chain; the walk must give the same rows, in the same order, as filtering the whole
