@@ -3,7 +3,6 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +12,7 @@
 #include "support/diagnostic.hpp"
 #include "targets/cuda/blas_layout.hpp"
 #include "targets/cuda/device.hpp"
+#include "targets/cuda/dynamic_library.hpp"
 #include "targets/gemm_reference.hpp"
 
 namespace kiln::targets::cuda {
@@ -53,23 +53,6 @@ struct Symbols {
 
 Symbols g_symbols;
 std::string g_load_error;
-
-// dlopen the library at the toolkit's path, else by soname (the loader's search path).
-void* open_library(const char* path, const char* soname, std::string& error) {
-  for (const char* name : {path, soname}) {
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return h;
-    const char* why = dlerror();
-    error = std::string(name) + ": " + (why ? why : "dlopen failed");
-  }
-  return nullptr;
-}
-
-template <class F>
-bool resolve(void* library, const char* name, F& out, std::string& error) {
-  out = reinterpret_cast<F>(dlsym(library, name));
-  if (!out) error = std::string("no symbol ") + name;
-  return out != nullptr;
-}
 
 std::string load_once() {
   std::string error;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "support/cache_files.hpp"
 #include "support/diagnostic.hpp"
 #include "support/hash.hpp"
+#include "targets/cuda/dynamic_library.hpp"
 
 #ifndef KILN_CUDA_INCLUDE_DIR
 #define KILN_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -24,6 +26,43 @@ namespace kiln::targets::cuda {
 namespace fs = std::filesystem;
 
 namespace {
+
+// NVRTC's functions, from the library opened at the first compiler made (dynamic_library.hpp).
+struct Nvrtc {
+  decltype(&nvrtcVersion) version = nullptr;
+  decltype(&nvrtcGetErrorString) error_string = nullptr;
+  decltype(&nvrtcCreateProgram) create = nullptr;
+  decltype(&nvrtcCompileProgram) compile = nullptr;
+  decltype(&nvrtcGetProgramLogSize) log_size = nullptr;
+  decltype(&nvrtcGetProgramLog) log = nullptr;
+  decltype(&nvrtcGetCUBINSize) cubin_size = nullptr;
+  decltype(&nvrtcGetCUBIN) cubin = nullptr;
+  decltype(&nvrtcDestroyProgram) destroy = nullptr;
+};
+
+// Throws a UserError naming the library and the missing piece when NVRTC cannot be loaded.
+const Nvrtc& nvrtc() {
+  static Nvrtc functions;
+  static std::string load_error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string error;
+    void* library = open_library(KILN_NVRTC_PATH, KILN_NVRTC_SONAME, error);
+    Nvrtc& f = functions;
+    const bool ok = library && resolve(library, "nvrtcVersion", f.version, error) &&
+                    resolve(library, "nvrtcGetErrorString", f.error_string, error) &&
+                    resolve(library, "nvrtcCreateProgram", f.create, error) &&
+                    resolve(library, "nvrtcCompileProgram", f.compile, error) &&
+                    resolve(library, "nvrtcGetProgramLogSize", f.log_size, error) &&
+                    resolve(library, "nvrtcGetProgramLog", f.log, error) &&
+                    resolve(library, "nvrtcGetCUBINSize", f.cubin_size, error) &&
+                    resolve(library, "nvrtcGetCUBIN", f.cubin, error) &&
+                    resolve(library, "nvrtcDestroyProgram", f.destroy, error);
+    if (!ok) load_error = "cuda: cannot load NVRTC: " + error;
+  });
+  if (!load_error.empty()) throw support::UserError(load_error);
+  return functions;
+}
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -61,7 +100,7 @@ NvrtcCompiler::NvrtcCompiler(std::string arch, fs::path cache_root) : arch_(std:
   options_ = {"--gpu-architecture=" + arch_, "--std=c++17", "-I" KILN_CUDA_INCLUDE_DIR,
               "--ptxas-options=-v"};
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  nvrtc().version(&major, &minor);
   identity_ = "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
   for (const std::string& o : options_) identity_ += " " + o;
   if (cache_root.empty()) cache_root = support::default_cache_root();
@@ -87,28 +126,28 @@ Cubin NvrtcCompiler::compile(const std::string& source) const {
     out.from_cache = !out.image.empty();
     if (out.from_cache) return out;
   }
+  const Nvrtc& f = nvrtc();
   nvrtcProgram program = nullptr;
-  nvrtcResult status =
-      nvrtcCreateProgram(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr, nullptr);
+  nvrtcResult status = f.create(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr, nullptr);
   KILN_ASSERT(status == NVRTC_SUCCESS,
-              std::string("nvrtcCreateProgram failed: ") + nvrtcGetErrorString(status));
+              std::string("nvrtcCreateProgram failed: ") + f.error_string(status));
   std::vector<const char*> options;
   for (const std::string& o : options_) options.push_back(o.c_str());
-  status = nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data());
+  status = f.compile(program, static_cast<int>(options.size()), options.data());
   std::size_t log_size = 0;
-  nvrtcGetProgramLogSize(program, &log_size);
+  f.log_size(program, &log_size);
   out.log.assign(log_size, '\0');
-  if (log_size) nvrtcGetProgramLog(program, out.log.data());
+  if (log_size) f.log(program, out.log.data());
   while (!out.log.empty() && out.log.back() == '\0') out.log.pop_back();
   if (status == NVRTC_SUCCESS) {
     std::size_t size = 0;
-    nvrtcGetCUBINSize(program, &size);
+    f.cubin_size(program, &size);
     out.image.assign(size, '\0');
-    nvrtcGetCUBIN(program, out.image.data());
+    f.cubin(program, out.image.data());
   } else if (out.log.empty()) {
-    out.log = nvrtcGetErrorString(status);
+    out.log = f.error_string(status);
   }
-  nvrtcDestroyProgram(&program);
+  f.destroy(&program);
   out.resources = parse_ptxas_report(out.log);
   if (!out.image.empty()) {
     fs::create_directories(dir_, ec);
