@@ -210,14 +210,34 @@ bool EGraph::rebuild_pass() {
     // so the re-writes below read them in place: no copy of the stale rows is made.
     std::size_t n = stale.size();
     hashes.resize(n);
-    for (std::size_t i = 0; i < n; ++i) hashes[i] = t.key_hash(t.row(stale[i]));
-    // The kills are independent: each one's index slot is loaded a few rows ahead, so the
-    // cache misses of several kills overlap.
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + kSlotAhead < n) t.prefetch_slot_of(hashes[i + kSlotAhead]);
-      t.kill(stale[i], hashes[i]);
+    // Unless the kills make the table sparse: then it is compacted at once, which drops the
+    // stale rows without unlinking each from the indexes, and the re-writes read them from a
+    // copy. The live rows keep their order, so the table ends as a compaction after the pass
+    // would leave it.
+    bool moved_out = t.sparse_after_killing(n);
+    if (moved_out) {
+      scratch_.cells.resize(n * width);
+      scratch_.subsumed.resize(n);
+      scratch_.origins.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::copy_n(t.row(stale[i]), width, &scratch_.cells[i * width]);
+        scratch_.subsumed[i] = t.subsumed(stale[i]);
+        scratch_.origins[i] = t.origin(stale[i]);
+      }
+      t.kill_and_compact(stale);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) hashes[i] = t.key_hash(t.row(stale[i]));
+      // The kills are independent: each one's index slot is loaded a few rows ahead, so the
+      // cache misses of several kills overlap.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i + kSlotAhead < n) t.prefetch_slot_of(hashes[i + kSlotAhead]);
+        t.kill(stale[i], hashes[i]);
+      }
     }
     ++version_;
+    auto stale_row = [&](std::size_t i) {
+      return moved_out ? &scratch_.cells[i * width] : t.row(stale[i]);
+    };
     // The same for the re-inserts: the slot, then the row, of the canonical keys of a row a
     // few rows ahead. Merges in between may change those keys: a prefetch is only a hint.
     // Containers are left out: canonicalizing one ahead would intern new values out of order.
@@ -225,7 +245,7 @@ bool EGraph::rebuild_pass() {
                       f.eq_columns.end();
     auto hash_ahead = [&](std::size_t i) {
       Value keys[kMaxColumns];
-      const Value* row = t.row(stale[i]);
+      const Value* row = stale_row(i);
       for (std::uint32_t c = 0; c + 1 < width; ++c) keys[c] = canonical_cell(f, c, row[c]);
       return t.key_hash(keys);
     };
@@ -241,12 +261,14 @@ bool EGraph::rebuild_pass() {
       if (look_ahead && i + kRowAhead < n) t.prefetch_row_of(hashes[i + kRowAhead]);
       // Copied out: write_row appends, which may move the table's cells.
       Value row[kMaxColumns];
-      const Value* killed = t.row(stale[i]);
+      const Value* killed = stale_row(i);
       for (std::uint32_t c = 0; c < width; ++c) row[c] = canonical_cell(f, c, killed[c]);
+      bool subsumed = moved_out ? scratch_.subsumed[i] != 0 : t.subsumed(stale[i]);
+      OriginId origin = moved_out ? scratch_.origins[i] : t.origin(stale[i]);
       try {
         std::uint64_t hash = t.key_hash(row);
         write_row(f, t.find(row, hash), row, hash, canonical(f.decl.output, row[width - 1]),
-                  t.subsumed(stale[i]), t.origin(stale[i]));
+                  subsumed, origin);
       } catch (...) {
         if (!failure) failure = std::current_exception();
       }

@@ -147,6 +147,10 @@ class EGraph {
   struct RebuildScratch {
     HugePageVector<RowId> stale;
     HugePageVector<std::uint64_t> hashes;  // per stale row: its keys' hash, for kill and prefetch
+    // The stale rows taken out of a table that is compacted before they go back (see there).
+    HugePageVector<Value> cells;
+    HugePageVector<std::uint8_t> subsumed;
+    HugePageVector<OriginId> origins;
     RebuildScratch() = default;
     RebuildScratch(const RebuildScratch&) {}
     RebuildScratch& operator=(const RebuildScratch&) { return *this; }

@@ -94,16 +94,19 @@ class KeyIndex {
     }
   }
 
-  // After the table dropped its dead rows: every live entry's row becomes new_row[row], and the
-  // map is sized for live entries afresh. Slots are read in order and their hashes place them,
-  // so the new array is written almost sequentially and no row is read or hashed again.
+  // After the table dropped its dead rows: every live entry's row becomes new_row[row] (an
+  // entry whose row was dropped, new_row kNoRow, goes), and the map is sized for live entries
+  // afresh. Slots are read in order and their hashes place them, so the new array is written
+  // almost sequentially and no row is read or hashed again.
   void renumber(const HugePageVector<RowId>& new_row) {
     HugePageVector<Slot> old = std::move(slots_);
     clear(live_);
     for (const Slot& s : old) {
       if (s.row == kNoRow || s.row == kTombstone) continue;
+      RowId row = new_row[s.row & ~kExactBit];
+      if (row == kNoRow) continue;
       Slot moved = s;
-      moved.row = new_row[s.row & ~kExactBit] | (s.row & kExactBit);
+      moved.row = row | (s.row & kExactBit);
       place_copy(moved);
     }
   }

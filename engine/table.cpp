@@ -99,8 +99,20 @@ const ColumnIndex& Table::index(ColumnMask mask) {
 }
 
 void Table::compact_if_sparse() {
-  std::size_t dead = timestamps_.size() - live_;
-  if (dead < 1024 || dead < live_) return;
+  if (sparse_after_killing(0)) compact();
+}
+
+void Table::kill_and_compact(const HugePageVector<RowId>& rows) {
+  for (RowId r : rows) {
+    KILN_ASSERT(alive(r), "killing a dead row");
+    flags_[r] |= kDead;
+  }
+  live_ -= rows.size();
+  kills_ += rows.size();
+  compact();
+}
+
+void Table::compact() {
   std::size_t w = width();
   HugePageVector<RowId> new_row;
   new_row.resize(timestamps_.size(), kNoRow);

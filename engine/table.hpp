@@ -128,12 +128,22 @@ class Table {
 
   // Drops dead rows when they outnumber live ones. Row ids change: never call during a search.
   void compact_if_sparse();
+  // Whether killing this many more rows would make the table sparse (see compact_if_sparse).
+  bool sparse_after_killing(std::size_t rows) const {
+    std::size_t dead = timestamps_.size() - live_ + rows;
+    return dead >= 1024 && dead >= live_ - rows;
+  }
+  // Kills these live rows (ascending) and drops every dead row at once, without unlinking each
+  // killed row from the indexes: the primary index is renumbered, the others are laid out
+  // again on their next use. Row ids change: never call during a search.
+  void kill_and_compact(const HugePageVector<RowId>& rows);
 
  private:
   static constexpr std::uint8_t kDead = 1;
   static constexpr std::uint8_t kSubsumed = 2;
 
   RowId find_first_row_at_or_after(Timestamp ts) const;
+  void compact();
   // Whether key_hash is exact for these keys (see there).
   bool exact_hash(const Value* keys) const {
     return num_keys_ < 2 || (num_keys_ == 2 && ((keys[0] | keys[1]) >> 32) == 0);

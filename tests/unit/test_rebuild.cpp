@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -321,4 +322,42 @@ TEST_CASE("rebuild: random terms and unions agree with a naive congruence closur
     CHECK(gr.g.table(gr.gg).size() == distinct[2].size());
   }
   CHECK(congruence_merges > 10);
+}
+
+// Big enough that the stale rows outnumber the rest: rebuild then compacts the table before
+// re-writing them (Table::kill_and_compact) instead of killing them one by one.
+TEST_CASE("rebuild: a table mostly stale is compacted first and rebuilt the same", "[engine]") {
+  Graph gr;
+  const std::int64_t n = 3000, m = 7;
+  std::vector<Value> leaves, fs;
+  for (std::int64_t i = 0; i < n; ++i) leaves.push_back(gr.mk_leaf(i));
+  for (std::int64_t i = 0; i < n; ++i) fs.push_back(gr.mk_f(leaves[i]));
+  for (std::int64_t i = 0; i + 1 < n; ++i) gr.mk_g(leaves[i], leaves[i + 1]);
+  // F(Leaf 10) is subsumed: the row it merges into, F(Leaf 3), must end subsumed.
+  Value k10[] = {leaves[10]};
+  REQUIRE(gr.g.subsume(gr.f, k10));
+  for (std::int64_t i = m; i < n; ++i) gr.g.unite(leaves[i], leaves[i % m]);
+  const Table& tf = gr.g.table(gr.f);
+  // n - m of the n F rows are stale: dead rows then outnumber live ones.
+  REQUIRE(tf.sparse_after_killing(n - m));
+  gr.g.rebuild();
+  require_canonical(gr);
+  CHECK(gr.g.table(gr.leaf).size() == static_cast<std::size_t>(n));
+  CHECK(tf.size() == static_cast<std::size_t>(m));
+  CHECK(tf.end() == tf.size());
+  CHECK(gr.g.table(gr.gg).size() == static_cast<std::size_t>(m));
+  for (std::int64_t i = 0; i < n; ++i) REQUIRE(gr.same(fs[i], fs[i % m]));
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = i + 1; j < m; ++j) REQUIRE(!gr.same(fs[i], fs[j]));
+  }
+  for (RowId r = 0; r < tf.end(); ++r) {
+    CHECK(tf.subsumed(r) == (gr.g.find_const(tf.row(r)[0]) == gr.g.find_const(leaves[3])));
+  }
+  // The rebuilt table answers lookups of every spelling.
+  for (std::int64_t i = 0; i < n; ++i) {
+    Value k[] = {leaves[i]};
+    std::optional<Value> found = gr.g.lookup(gr.f, k);
+    REQUIRE(found);
+    REQUIRE(gr.same(*found, fs[i % m]));
+  }
 }

@@ -311,6 +311,44 @@ TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and i
   CHECK(index_lookup(t, by_output, {3}).count(r) == 1);
 }
 
+TEST_CASE("table: kill_and_compact drops the given rows and the dead ones, and keeps the rest in order", "[engine]") {
+  Table t(1);
+  const std::size_t n = 3000;
+  for (std::size_t i = 0; i < n; ++i) {
+    Value k[] = {i};
+    t.append(k, i % 10, static_cast<Timestamp>(1 + i / 10), i % 7 == 0);
+  }
+  const ColumnIndex& by_output = t.index(0b10);
+  // Rows 0 mod 3 killed one by one, rows 2 mod 3 given to kill_and_compact: 1000 stay.
+  for (RowId r = 0; r < n; r += 3) t.kill(r);
+  HugePageVector<RowId> rows;
+  for (RowId r = 2; r < n; r += 3) rows.push_back(r);
+  REQUIRE(t.sparse_after_killing(rows.size()));
+  std::uint64_t kills = t.kills();
+  t.kill_and_compact(rows);
+  CHECK(t.kills() == kills + rows.size());
+  REQUIRE(t.end() == 1000);
+  REQUIRE(t.size() == 1000);
+  for (RowId r = 0; r < t.end(); ++r) {
+    std::size_t original = 3 * r + 1;
+    REQUIRE(t.alive(r));
+    REQUIRE(t.row(r)[0] == original);
+    REQUIRE(t.output(r) == original % 10);
+    REQUIRE(t.timestamp(r) == 1 + original / 10);
+    REQUIRE(t.subsumed(r) == (original % 7 == 0));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Value k[] = {i};
+    REQUIRE(t.find(k) == (i % 3 == 1 ? static_cast<RowId>((i - 1) / 3) : kNoRow));
+  }
+  for (Value o = 0; o < 10; ++o) REQUIRE(index_lookup(t, by_output, {o}) == scan(t, {1}, {o}));
+  // A dropped row's keys can be appended again, and are found and indexed.
+  Value k[] = {2};
+  RowId r = t.append(k, 5, 400, false);
+  CHECK(t.find(k) == r);
+  CHECK(index_lookup(t, by_output, {5}).count(r) == 1);
+}
+
 TEST_CASE("table: after compaction an index is relinked when next asked for, kills and appends in between", "[engine]") {
   Table t(1);
   const std::size_t n = 4000;
