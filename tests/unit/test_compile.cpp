@@ -337,6 +337,13 @@ const compiler::Rejection* rejection_by(const compiler::GroupReport& r, const st
   return nullptr;
 }
 
+// Every rejection, a line each (what: why), for a failing check's message.
+std::string rejections_of(const compiler::GroupReport& r) {
+  std::string out;
+  for (const compiler::Rejection& x : r.rejected) out += x.what + ": " + x.why + "\n";
+  return out;
+}
+
 std::size_t in_place_steps(const runtime::Llir& llir) {
   std::size_t n = 0;
   for (runtime::StepId s = 0; s < llir.num_steps(); ++s) n += llir.step(s).in_place;
@@ -424,9 +431,7 @@ TEST_CASE("compile: an ill-conditioned value is checked within the reference's o
   graph::sin(x * 100000.0 + 1.5707963267948966).output("y");
   const Compiled c = compile_with(b.graph(), "");
   const compiler::GroupReport& report = c.report();
-  std::string rejections;
-  for (const compiler::Rejection& r : report.rejected) rejections += r.what + ": " + r.why + "\n";
-  INFO(rejections);
+  INFO(rejections_of(report));
   CHECK(report.rejected.empty());
   CHECK(report.searched_steps == 1);  // the whole chain in one kernel
 }
@@ -443,9 +448,7 @@ TEST_CASE("compile: a value no original node holds is checked within its own rou
   softmax(graph::sin(x * 100000.0 + 1.5707963267948966), 1).output("y");
   const Compiled c = compile_with(b.graph(), "");
   const compiler::GroupReport& report = c.report();
-  std::string rejections;
-  for (const compiler::Rejection& r : report.rejected) rejections += r.what + ": " + r.why + "\n";
-  INFO(rejections);
+  INFO(rejections_of(report));
   CHECK(report.rejected.empty());
   CHECK(c.error < 1e-3);
 }

@@ -263,22 +263,21 @@ TEST_CASE("table: first_row_at_or_after splits the rows by timestamp", "[engine]
   CHECK(empty.first_row_at_or_after(9) == 0);
 }
 
-TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and indexes", "[engine]") {
-  Table t(1);
-  const std::size_t n = 3000;
+namespace {
+
+// n rows: keys i, outputs i % 10, timestamps 1 + i / 10, every seventh subsumed.
+void append_rows(Table& t, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     Value k[] = {i};
     t.append(k, i % 10, static_cast<Timestamp>(1 + i / 10), i % 7 == 0);
   }
-  const ColumnIndex& by_output = t.index(0b10);
-  // Keep one row in three: 1000 live, 2000 dead.
-  for (RowId r = 0; r < n; ++r) {
-    if (r % 3 != 1) t.kill(r);
-  }
-  REQUIRE(t.size() == 1000);
-  t.compact_if_sparse();
-  REQUIRE(t.end() == 1000);
-  REQUIRE(t.size() == 1000);
+}
+
+// After the rows 1 mod 3 of append_rows(t, n) are all that stays: they are rows 0.. in order,
+// with their cells, flags and times, found by key, and indexed by output.
+void require_one_in_three_kept(Table& t, const ColumnIndex& by_output, std::size_t n) {
+  REQUIRE(t.end() == n / 3);
+  REQUIRE(t.size() == n / 3);
   for (RowId r = 0; r < t.end(); ++r) {
     std::size_t original = 3 * r + 1;
     REQUIRE(t.alive(r));
@@ -289,15 +288,26 @@ TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and i
   }
   for (std::size_t i = 0; i < n; ++i) {
     Value k[] = {i};
-    RowId r = t.find(k);
-    if (i % 3 == 1) {
-      REQUIRE(r == (i - 1) / 3);
-    } else {
-      REQUIRE(r == kNoRow);
-    }
+    REQUIRE(t.find(k) == (i % 3 == 1 ? static_cast<RowId>((i - 1) / 3) : kNoRow));
   }
   // The index reference survives compaction and is rebuilt over the new row ids.
   for (Value o = 0; o < 10; ++o) REQUIRE(index_lookup(t, by_output, {o}) == scan(t, {1}, {o}));
+}
+
+}  // namespace
+
+TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and indexes", "[engine]") {
+  Table t(1);
+  const std::size_t n = 3000;
+  append_rows(t, n);
+  const ColumnIndex& by_output = t.index(0b10);
+  // Keep one row in three: 1000 live, 2000 dead.
+  for (RowId r = 0; r < n; ++r) {
+    if (r % 3 != 1) t.kill(r);
+  }
+  REQUIRE(t.size() == 1000);
+  t.compact_if_sparse();
+  require_one_in_three_kept(t, by_output, n);
   // Timestamps still split the rows.
   RowId older = 0;
   for (RowId r = 0; r < t.end(); ++r) older += t.timestamp(r) < 150;
@@ -314,10 +324,7 @@ TEST_CASE("table: compaction drops dead rows and keeps order, flags, times and i
 TEST_CASE("table: kill_and_compact drops the given rows and the dead ones, and keeps the rest in order", "[engine]") {
   Table t(1);
   const std::size_t n = 3000;
-  for (std::size_t i = 0; i < n; ++i) {
-    Value k[] = {i};
-    t.append(k, i % 10, static_cast<Timestamp>(1 + i / 10), i % 7 == 0);
-  }
+  append_rows(t, n);
   const ColumnIndex& by_output = t.index(0b10);
   // Rows 0 mod 3 killed one by one, rows 2 mod 3 given to kill_and_compact: 1000 stay.
   for (RowId r = 0; r < n; r += 3) t.kill(r);
@@ -327,21 +334,7 @@ TEST_CASE("table: kill_and_compact drops the given rows and the dead ones, and k
   std::uint64_t kills = t.kills();
   t.kill_and_compact(rows);
   CHECK(t.kills() == kills + rows.size());
-  REQUIRE(t.end() == 1000);
-  REQUIRE(t.size() == 1000);
-  for (RowId r = 0; r < t.end(); ++r) {
-    std::size_t original = 3 * r + 1;
-    REQUIRE(t.alive(r));
-    REQUIRE(t.row(r)[0] == original);
-    REQUIRE(t.output(r) == original % 10);
-    REQUIRE(t.timestamp(r) == 1 + original / 10);
-    REQUIRE(t.subsumed(r) == (original % 7 == 0));
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    Value k[] = {i};
-    REQUIRE(t.find(k) == (i % 3 == 1 ? static_cast<RowId>((i - 1) / 3) : kNoRow));
-  }
-  for (Value o = 0; o < 10; ++o) REQUIRE(index_lookup(t, by_output, {o}) == scan(t, {1}, {o}));
+  require_one_in_three_kept(t, by_output, n);
   // A dropped row's keys can be appended again, and are found and indexed.
   Value k[] = {2};
   RowId r = t.append(k, 5, 400, false);
