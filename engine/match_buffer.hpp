@@ -61,6 +61,12 @@ class MatchBuffer {
     start(width_);
   }
 
+  // Value i (i < width()) of match m (m < size()).
+  Value value(std::uint64_t m, std::size_t i) const {
+    std::size_t at = static_cast<std::size_t>(m) * width_ + i;
+    return wide_ ? wide_values_[at] : narrow_values_[at];
+  }
+
   // Copies match m (m < size()) into out[0, width()).
   void get(std::uint64_t m, Value* out) const {
     std::size_t at = static_cast<std::size_t>(m) * width_;

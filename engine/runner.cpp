@@ -64,16 +64,16 @@ class Prefetcher {
     const Table& first_table = egraph_.table(first_instr_->function);
     if (m + kSlotDistance < count) {
       std::uint64_t& hash = first_hash_[(m + kSlotDistance) % kFirstRing];
-      hash = first_table.key_hash(first_.keys(match(m + kSlotDistance), 0));
+      hash = first_table.key_hash(first_.keys(matches_, m + kSlotDistance, 0));
       first_table.prefetch_slot_of(hash);
     }
     if (m + kRowDistance < count) first_table.prefetch_row_of(first_hash_[(m + kRowDistance) % kFirstRing]);
     if (!second_instr_) return;
     if (m + kNextSlotDistance < count) {
-      const Value* at = match(m + kNextSlotDistance);
+      std::uint64_t at = m + kNextSlotDistance;
       Ahead& found = found_[(m + kNextSlotDistance) % kRing];
       std::optional<Value> result =
-          egraph_.lookup(first_instr_->function, first_.keys(at, 0), found.keys);
+          egraph_.lookup(first_instr_->function, first_.keys(matches_, at, 0), found.keys);
       found.match = m + kNextSlotDistance;
       found.hit = result.has_value();
       found.result = result.value_or(0);
@@ -83,7 +83,7 @@ class Prefetcher {
       hash = kNoHash;
       if (result) {
         const Table& t = egraph_.table(second_instr_->function);
-        hash = t.key_hash(second_.keys(at, *result));
+        hash = t.key_hash(second_.keys(matches_, at, *result));
         t.prefetch_slot_of(hash);
       }
     }
@@ -157,10 +157,12 @@ class Prefetcher {
       }
       return true;
     }
-    const Value* keys(const Value* match, Value result) {
+    // The keys for match m of `matches`, with `result` as the first access's result; only the
+    // stored values the access reads are loaded.
+    const Value* keys(const MatchBuffer& matches, std::uint64_t m, Value result) {
       for (std::size_t i = 0; i < count_; ++i) {
         std::uint32_t s = source_[i];
-        keys_[i] = s == kConstant ? constant_[i] : s == kResult ? result : match[s];
+        keys_[i] = s == kConstant ? constant_[i] : s == kResult ? result : matches.value(m, s);
       }
       return keys_;
     }
@@ -173,11 +175,6 @@ class Prefetcher {
     Value constant_[kMaxColumns] = {};
     Value keys_[kMaxColumns] = {};
   };
-
-  const Value* match(std::uint64_t m) {
-    matches_.get(m, match_.data());
-    return match_.data();
-  }
 
   // A look-ahead lookup canonicalizes its keys; for a container that interns a new value,
   // which must happen in the order the actions run, not ahead of it.
@@ -205,7 +202,6 @@ class Prefetcher {
     Value keys[kMaxColumns] = {};  // the canonical keys looked up
   };
   Ahead found_[kRing];
-  std::vector<Value> match_ = std::vector<Value>(width_);  // the match being looked at
 };
 
 // Names a rule as the e-graph's current origin while its actions run, so the rows they create

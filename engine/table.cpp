@@ -26,31 +26,6 @@ Table::Table(const Table& other)
   }
 }
 
-std::uint64_t Table::key_hash(const Value* keys) const {
-  switch (num_keys_) {
-    case 0:
-      return 0;
-    case 1:
-      return support::mix64(keys[0]);
-    case 2:
-      if (((keys[0] | keys[1]) >> 32) == 0) return support::mix64(keys[0] | keys[1] << 32);
-      break;
-    default:
-      break;
-  }
-  return hash_keys(keys, num_keys_);
-}
-
-KeyIndex::Hit Table::find_hit(const Value* keys, std::uint64_t hash) const {
-  return primary_.find(hash, exact_hash(keys), [&](RowId r) {
-    const Value* candidate = row(r);
-    for (std::uint32_t k = 0; k < num_keys_; ++k) {
-      if (candidate[k] != keys[k]) return false;
-    }
-    return true;
-  });
-}
-
 RowId Table::append(const Value* keys, std::uint64_t hash, Value output, Timestamp ts,
                     bool subsumed, OriginId origin) {
   RowId r = end();
