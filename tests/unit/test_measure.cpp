@@ -319,6 +319,22 @@ TEST_CASE("measure: a bound stops timing after one run past it", "[measure]") {
   CHECK(free.stats().runs >= 7);  // two warm-ups and at least five timed runs
 }
 
+// A kernel in place and the same kernel writing a copy have one key: timed once, one time, so
+// the copy's charge decides between them and not two draws of the timing noise.
+TEST_CASE("measure: candidates with one key in a batch are timed once and get one time",
+          "[measure]") {
+  TempDir cache("same-key");
+  const DimValues dims = {{"n", 64}};
+  const Candidate dot = compiler::body_candidate(dot_body(), {256, 4}, dims);
+  const Candidate wider = compiler::body_candidate(dot_body(), {512, 8}, dims);
+  Measurer measurer(cpu_target(), cache.path);
+  const auto times = measurer.try_time_all({dot, wider, dot}, dims);
+  REQUIRE(times.size() == 3);
+  for (const auto& t : times) REQUIRE(t.ok());
+  CHECK(times[0].seconds == times[2].seconds);
+  CHECK(measurer.stats().measured == 2);
+}
+
 TEST_CASE("measure: random inputs are never zero and keep dynamic rows in range", "[measure]") {
   const DimValues dims = {{"n", 200}};
   const Candidate gather = compiler::body_candidate(gather_body(), {15, 200}, dims);
