@@ -33,19 +33,12 @@ class MatchBuffer {
 
   // Appends one match of width() values.
   void push(const Value* match) {
-    if (!wide_) {
-      bool fits = true;
-      for (std::size_t i = 0; i < width_; ++i) fits &= match[i] <= kNarrowMax;
-      if (fits) {
-        std::uint32_t* at = narrow_values_.append_uninitialized(width_);
-        for (std::size_t i = 0; i < width_; ++i) at[i] = static_cast<std::uint32_t>(match[i]);
-        ++count_;
-        return;
-      }
-      widen();
-    }
-    wide_values_.insert(wide_values_.end(), match, match + width_);
-    ++count_;
+    push_with([&](std::size_t i) { return match[i]; });
+  }
+  // Appends the match vars[positions[0]], ..., vars[positions[width() - 1]]: a search's
+  // variables, of which a rule's actions read these.
+  void push_gather(const Value* vars, const std::uint32_t* positions) {
+    push_with([&](std::size_t i) { return vars[positions[i]]; });
   }
 
   // Gives back the memory of a buffer that grew to huge-page size, and keeps a small one for
@@ -69,16 +62,49 @@ class MatchBuffer {
 
   // Copies match m (m < size()) into out[0, width()).
   void get(std::uint64_t m, Value* out) const {
-    std::size_t at = static_cast<std::size_t>(m) * width_;
-    if (wide_) {
-      for (std::size_t i = 0; i < width_; ++i) out[i] = wide_values_[at + i];
-    } else {
-      for (std::size_t i = 0; i < width_; ++i) out[i] = narrow_values_[at + i];
-    }
+    read(m, [&](std::size_t i, Value v) { out[i] = v; });
+  }
+  // Copies value i of match m into out[positions[i]]: push_gather's inverse.
+  void scatter(std::uint64_t m, const std::uint32_t* positions, Value* out) const {
+    read(m, [&](std::size_t i, Value v) { out[positions[i]] = v; });
   }
 
  private:
   static constexpr Value kNarrowMax = 0xffffffffu;
+
+  // One pass over the values: each is stored narrow while the bits above 32 of all of them, or'd
+  // together, stay clear; a wide one takes the narrow copy back and widens the buffer.
+  template <class ValueAt>
+  void push_with(ValueAt value_at) {
+    if (!wide_) {
+      std::uint32_t* at = narrow_values_.append_uninitialized(width_);
+      Value all = 0;
+      for (std::size_t i = 0; i < width_; ++i) {
+        Value v = value_at(i);
+        all |= v;
+        at[i] = static_cast<std::uint32_t>(v);
+      }
+      if (all <= kNarrowMax) {
+        ++count_;
+        return;
+      }
+      narrow_values_.resize(narrow_values_.size() - width_);
+      widen();
+    }
+    Value* at = wide_values_.append_uninitialized(width_);
+    for (std::size_t i = 0; i < width_; ++i) at[i] = value_at(i);
+    ++count_;
+  }
+
+  template <class Put>
+  void read(std::uint64_t m, Put put) const {
+    std::size_t at = static_cast<std::size_t>(m) * width_;
+    if (wide_) {
+      for (std::size_t i = 0; i < width_; ++i) put(i, wide_values_[at + i]);
+    } else {
+      for (std::size_t i = 0; i < width_; ++i) put(i, Value{narrow_values_[at + i]});
+    }
+  }
 
   void widen() {
     wide_values_.resize(narrow_values_.size());

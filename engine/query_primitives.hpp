@@ -40,10 +40,10 @@ inline void schedule_primitives(const Query& q, std::vector<bool>& bound,
 
 // Runs the primitives `ids` of `query` over the bound variables: each binds its result variable
 // (when binds_result[p]) or checks it. Returns false if one fails or a check does not hold.
-inline bool eval_query_primitives(const Query& query, const std::vector<std::uint32_t>& ids,
-                                  const std::vector<bool>& binds_result,
-                                  std::vector<Value>& vars) {
-  if (ids.empty()) return true;  // most join steps of most rules: no call, no locals
+// The calls themselves: eval_query_primitives is the (inlined) test for none.
+inline bool eval_query_primitive_calls(const Query& query, const std::vector<std::uint32_t>& ids,
+                                       const std::vector<bool>& binds_result,
+                                       std::vector<Value>& vars) {
   auto value_of = [&](const QueryTerm& t) { return t.is_var ? vars[t.var] : t.constant; };
   Value small[kMaxColumns * 2];
   std::vector<Value> large;
@@ -64,6 +64,13 @@ inline bool eval_query_primitives(const Query& query, const std::vector<std::uin
     }
   }
   return true;
+}
+
+inline bool eval_query_primitives(const Query& query, const std::vector<std::uint32_t>& ids,
+                                  const std::vector<bool>& binds_result,
+                                  std::vector<Value>& vars) {
+  // Most join steps of most rules have none: no call, no locals.
+  return ids.empty() || eval_query_primitive_calls(query, ids, binds_result, vars);
 }
 
 }  // namespace kiln::engine

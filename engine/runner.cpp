@@ -129,8 +129,8 @@ class Prefetcher {
   static constexpr std::uint64_t kNoHash = ~std::uint64_t{0};
   static constexpr std::uint32_t kNoResult = 0xffffffffu;
 
-  // Where each key of one table access comes from: a constant, a stored match variable, or
-  // the first access's result.
+  // Where each key of one table access comes from: a constant (filled in once), a stored match
+  // value, or the first access's result.
   class Keys {
    public:
     // False when some key is computed by another instruction: nothing to look ahead at.
@@ -140,17 +140,17 @@ class Prefetcher {
           instr.op != ActionOp::Set) {
         return false;
       }
-      count_ = instr.op == ActionOp::Set ? instr.args.size() - 1 : instr.args.size();
-      for (std::size_t i = 0; i < count_; ++i) {
+      std::size_t count = instr.op == ActionOp::Set ? instr.args.size() - 1 : instr.args.size();
+      for (std::size_t i = 0; i < count; ++i) {
         const Operand& o = instr.args[i];
+        auto key = static_cast<std::uint32_t>(i);
         if (o.is_constant) {
-          source_[i] = kConstant;
-          constant_[i] = o.constant;
+          keys_[i] = o.constant;
         } else if (o.reg == result_reg) {
-          source_[i] = kResult;
+          from_result_[num_from_result_++] = key;
         } else if (o.reg < num_vars) {
-          source_[i] = static_cast<std::uint32_t>(std::find(stored.begin(), stored.end(), o.reg) -
-                                                  stored.begin());
+          auto at = static_cast<std::uint32_t>(std::find(stored.begin(), stored.end(), o.reg) - stored.begin());
+          from_match_[num_from_match_++] = {key, at};
         } else {
           return false;
         }
@@ -160,20 +160,23 @@ class Prefetcher {
     // The keys for match m of `matches`, with `result` as the first access's result; only the
     // stored values the access reads are loaded.
     const Value* keys(const MatchBuffer& matches, std::uint64_t m, Value result) {
-      for (std::size_t i = 0; i < count_; ++i) {
-        std::uint32_t s = source_[i];
-        keys_[i] = s == kConstant ? constant_[i] : s == kResult ? result : matches.value(m, s);
+      for (std::uint32_t k = 0; k < num_from_match_; ++k) {
+        keys_[from_match_[k].key] = matches.value(m, from_match_[k].at);
       }
+      for (std::uint32_t k = 0; k < num_from_result_; ++k) keys_[from_result_[k]] = result;
       return keys_;
     }
 
    private:
-    static constexpr std::uint32_t kConstant = 0xffffffffu;
-    static constexpr std::uint32_t kResult = 0xfffffffeu;
-    std::size_t count_ = 0;
-    std::uint32_t source_[kMaxColumns] = {};  // per key: kConstant, kResult or a match position
-    Value constant_[kMaxColumns] = {};
-    Value keys_[kMaxColumns] = {};
+    struct FromMatch {
+      std::uint32_t key;  // the key's position
+      std::uint32_t at;   // the stored value's position in a match
+    };
+    FromMatch from_match_[kMaxColumns] = {};
+    std::uint32_t num_from_match_ = 0;
+    std::uint32_t from_result_[kMaxColumns] = {};
+    std::uint32_t num_from_result_ = 0;
+    Value keys_[kMaxColumns] = {};  // constants stay from bind()
   };
 
   // A look-ahead lookup canonicalizes its keys; for a container that interns a new value,
@@ -333,9 +336,11 @@ bool Runner::iterate(const std::string& ruleset) {
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
     bool complete = search(egraph_, rule.query, SearchWindow{since},
                            [&](const Value* vars) {
-                             for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
-                             if (!shape.skip_repeats || !recent_matches_.repeat(projected_.data())) {
-                               f.matches->push(projected_.data());
+                             if (!shape.skip_repeats) {
+                               f.matches->push_gather(vars, stored.data());
+                             } else {
+                               for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
+                               if (!recent_matches_.repeat(projected_.data())) f.matches->push(projected_.data());
                              }
                              return ++f.count <= limit;
                            },
@@ -368,16 +373,13 @@ bool Runner::iterate(const std::string& ruleset) {
     auto t0 = Clock::now();
     const auto version_before_rule = egraph_.version();
     const std::vector<std::uint32_t>& stored = stored_match(f.rule).vars;
-    std::size_t width = stored.size();
     registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
-    projected_.resize(width);
     Prefetcher prefetch(egraph_, rule, stored, *f.matches);
     OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
     try {
       for (std::uint64_t m = 0, count = f.matches->size(); m < count; ++m) {
         prefetch.ahead(m, count);
-        f.matches->get(m, projected_.data());
-        for (std::size_t i = 0; i < width; ++i) registers[stored[i]] = projected_[i];
+        f.matches->scatter(m, stored.data(), registers.data());
         Value first;
         if (prefetch.first_result(m, &first)) {
           registers[prefetch.first_destination()] = first;

@@ -93,3 +93,30 @@ TEST_CASE("match buffer: release_if_large gives back a huge buffer and keeps a s
   for (std::uint64_t m = 0; m < 1000; ++m) small.push(match_of(m, 1000).data());
   check_reads_back(small, 1000, 1000);
 }
+
+TEST_CASE("match buffer: push_gather stores the chosen variables and scatter puts them back", "[runner]") {
+  // Variables 0..5 of each match; the actions read 4, 1 and 3 (in that stored order).
+  const std::vector<std::uint32_t> positions = {4, 1, 3};
+  for (bool wide : {false, true}) {
+    MatchBuffer buffer;
+    buffer.start(positions.size());
+    const std::uint64_t count = 1000;
+    auto vars_of = [&](std::uint64_t m) {
+      std::vector<Value> vars = {m, m + 1, m + 2, m + 3, m + 4, m + 5};
+      if (wide && m == 500) vars[3] = Value{1} << 33;
+      return vars;
+    };
+    for (std::uint64_t m = 0; m < count; ++m) buffer.push_gather(vars_of(m).data(), positions.data());
+    REQUIRE(buffer.size() == count);
+    REQUIRE(buffer.wide() == wide);
+    for (std::uint64_t m = 0; m < count; ++m) {
+      std::vector<Value> vars = vars_of(m);
+      std::vector<Value> registers(6, 99);
+      buffer.scatter(m, positions.data(), registers.data());
+      INFO("match " << m);
+      REQUIRE(registers == std::vector<Value>{99, vars[1], 99, vars[3], vars[4], 99});
+      REQUIRE(buffer.value(m, 0) == vars[4]);
+      REQUIRE(buffer.value(m, 2) == vars[3]);
+    }
+  }
+}
