@@ -60,6 +60,15 @@ class MatchBuffer {
     return wide_ ? wide_values_[at] : narrow_values_[at];
   }
 
+  // Calls f with a pointer to match m's width() stored values: `const std::uint32_t*` while the
+  // buffer is narrow, `const Value*` once it is wide. One test of the width per match, not one
+  // per value read.
+  template <class F>
+  decltype(auto) visit(std::uint64_t m, F&& f) const {
+    std::size_t at = static_cast<std::size_t>(m) * width_;
+    return wide_ ? f(wide_values_.data() + at) : f(narrow_values_.data() + at);
+  }
+
   // Copies match m (m < size()) into out[0, width()).
   void get(std::uint64_t m, Value* out) const {
     read(m, [&](std::size_t i, Value v) { out[i] = v; });

@@ -160,9 +160,11 @@ class Prefetcher {
     // The keys for match m of `matches`, with `result` as the first access's result; only the
     // stored values the access reads are loaded.
     const Value* keys(const MatchBuffer& matches, std::uint64_t m, Value result) {
-      for (std::uint32_t k = 0; k < num_from_match_; ++k) {
-        keys_[from_match_[k].key] = matches.value(m, from_match_[k].at);
-      }
+      matches.visit(m, [&](const auto* match) {
+        for (std::uint32_t k = 0; k < num_from_match_; ++k) {
+          keys_[from_match_[k].key] = match[from_match_[k].at];
+        }
+      });
       for (std::uint32_t k = 0; k < num_from_result_; ++k) keys_[from_result_[k]] = result;
       return keys_;
     }
