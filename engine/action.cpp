@@ -13,17 +13,18 @@ void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers,
   if (context.egraph != &egraph || !context.may_insert) context = PrimitiveContext{&egraph, true};
   std::vector<Value> heap_args;
   Value stack_args[kMaxColumns + 1];
-  for (std::size_t n = first; n < program.instrs.size(); ++n) {
-    const ActionInstr& instr = program.instrs[n];
+  const ActionInstr* instrs = program.instrs.data();
+  for (std::size_t n = first, end = program.instrs.size(); n < end; ++n) {
+    const ActionInstr& instr = instrs[n];
     Value* args = stack_args;
+    const Operand* operands = instr.args.data();
     std::size_t count = instr.args.size();
     if (count > std::size(stack_args)) {  // only variadic primitives get here
       heap_args.resize(count);
       args = heap_args.data();
     }
     for (std::size_t i = 0; i < count; ++i) {
-      const Operand& o = instr.args[i];
-      args[i] = o.is_constant ? o.constant : registers[o.reg];
+      args[i] = operands[i].is_constant ? operands[i].constant : registers[operands[i].reg];
     }
     switch (instr.op) {
       case ActionOp::Construct:
