@@ -93,10 +93,6 @@ class ColumnIndex {
   }
 
   RowId first(std::uint64_t hash) const { return slots_[hash & (slots_.size() - 1)].head; }
-  // Memory hints for a lookup of this hash soon: first its slot, later (once the slot is
-  // cached) a row's link.
-  void prefetch_slot(std::uint64_t hash) const { __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]); }
-  void prefetch_link(RowId row) const { __builtin_prefetch(&links_[row]); }
   RowId next(RowId row) const { return links_[row].next; }
   // The chain's newest row and a row's predecessor: a walk over the rows at or after some row id
   // starts from the tail, since chains list rows in increasing id order.

@@ -21,11 +21,6 @@ struct Step {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> binds;   // (column, var) newly bound
   std::vector<std::pair<std::uint32_t, std::uint32_t>> checks;  // (column, var) repeated in atom
   std::vector<std::uint32_t> primitives;                // evaluable once this step has bound
-  // For a scan (mask 0) followed by a lookup, per value of the next step's key: the column of
-  // this step's row it is read from, or -1 when it is known before the scan (a constant, or
-  // bound by an earlier step); the scan prefetches the next lookups with it. Empty: no
-  // look-ahead (not a scan, or a key value only a primitive after this step binds).
-  std::vector<int> next_key_columns;
 };
 
 struct Plan {
@@ -181,29 +176,6 @@ Order greedy_order(EGraph& egraph, const Query& q, const SharedColumns& shared,
   return order;
 }
 
-// Step::next_key_columns of scan step i.
-std::vector<int> next_key_columns(const Query& q, const Plan& plan, std::size_t i) {
-  const Step& scan = plan.steps[i];
-  const Step& next = plan.steps[i + 1];
-  if (next.mask == 0) return {};
-  std::vector<int> columns;
-  for (std::uint32_t column : next.key) {
-    const QueryTerm& term = q.atoms[next.atom].columns[column];
-    int from_row = -1;
-    if (term.is_var) {
-      for (auto [c, var] : scan.binds) {
-        if (var == term.var) from_row = static_cast<int>(c);
-      }
-      for (std::uint32_t p : scan.primitives) {
-        const QueryTerm& result = q.primitives[p].result;
-        if (plan.primitive_binds_result[p] && result.is_var && result.var == term.var) return {};
-      }
-    }
-    columns.push_back(from_row);
-  }
-  return columns;
-}
-
 // Builds the join plan for one semi-naive variant: the cheapest of the greedy orders that
 // start from each atom.
 Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& filters,
@@ -269,9 +241,6 @@ Plan make_plan(EGraph& egraph, const Query& q, const std::vector<RowFilter>& fil
   }
   KILN_ASSERT(std::all_of(done.begin(), done.end(), [](bool d) { return d; }),
               "query has a primitive whose inputs are never bound");
-  for (std::size_t i = 0; i + 1 < plan.steps.size(); ++i) {
-    if (plan.steps[i].mask == 0) plan.steps[i].next_key_columns = next_key_columns(q, plan, i);
-  }
   return plan;
 }
 
@@ -330,9 +299,6 @@ class Executor {
     if (step.mask == 0) {
       RowId begin = step.filter == RowFilter::New ? splits_[i] : 0;
       RowId end = step.filter == RowFilter::Old ? splits_[i] : t.end();
-      if (!step.next_key_columns.empty() && end - begin > kScanAhead) {
-        return scan_with_lookahead(i, begin, end);
-      }
       for (RowId r = begin; r < end; ++r) {
         if (accept_row(i, r) && !finish_step(i)) return false;
       }
@@ -352,55 +318,6 @@ class Executor {
     RowId to = step.filter == RowFilter::Old ? splits_[i] : kNoRow;
     return t.for_each_row(*indexes_[i], key,
                           [&](RowId r) { return !accept_row(i, r) || finish_step(i); }, from, to);
-  }
-
-  // A scan followed by a lookup (see Step::next_key_columns): kScanAhead rows ahead the scan
-  // loads the slot of that row's lookup, and half as far ahead (the slot is cached by then) the
-  // row its walk starts at, so the misses of several rows' lookups overlap instead of each
-  // waiting for the last. Only hints: a row the scan rejects costs a wasted load.
-  static constexpr RowId kScanAhead = 16;
-
-  bool scan_with_lookahead(std::size_t i, RowId begin, RowId end) {
-    const Step& step = plan_.steps[i];
-    const Step& next = plan_.steps[i + 1];
-    const QueryAtom& next_atom = query_.atoms[next.atom];
-    const std::vector<int>& from_row = step.next_key_columns;
-    Value key[kMaxColumns];
-    for (std::size_t k = 0; k < from_row.size(); ++k) {
-      if (from_row[k] < 0) key[k] = value_of(next_atom.columns[next.key[k]]);
-    }
-    const Table& t = *tables_[i];
-    const Table& next_table = *tables_[i + 1];
-    const ColumnIndex* index = indexes_[i + 1];
-    bool unique = unique_[i + 1];
-    bool from_newest = next.filter == RowFilter::New && splits_[i + 1] > 0;
-    std::uint64_t hashes[kScanAhead];
-    for (RowId r = begin; r < end; ++r) {
-      if (RowId ahead = r + kScanAhead; ahead < end) {
-        const Value* row = t.row(ahead);
-        for (std::size_t k = 0; k < from_row.size(); ++k) {
-          if (from_row[k] >= 0) key[k] = row[from_row[k]];
-        }
-        std::uint64_t& hash = hashes[ahead % kScanAhead];
-        if (unique) {
-          hash = next_table.key_hash(key);
-          next_table.prefetch_slot_of(hash);
-        } else {
-          hash = index->hash_key(key);
-          next_table.prefetch_chain_slot(*index, hash);
-        }
-      }
-      if (RowId ahead = r + kScanAhead / 2; ahead < end && r >= begin + kScanAhead / 2) {
-        std::uint64_t hash = hashes[ahead % kScanAhead];
-        if (unique) {
-          next_table.prefetch_row_of(hash);
-        } else {
-          next_table.prefetch_chain_start(*index, hash, from_newest);
-        }
-      }
-      if (accept_row(i, r) && !finish_step(i)) return false;
-    }
-    return true;
   }
 
   EGraph& egraph_;

@@ -114,17 +114,6 @@ class Table {
     return true;
   }
 
-  // Memory hints for a for_each_row of this index key's hash soon: prefetch_chain_slot first,
-  // prefetch_chain_start once the slot is cached (it reads the slot): the link and the cells of
-  // the row the walk starts at, its oldest (or, from_newest, its newest) row.
-  void prefetch_chain_slot(const ColumnIndex& index, std::uint64_t hash) const { index.prefetch_slot(hash); }
-  void prefetch_chain_start(const ColumnIndex& index, std::uint64_t hash, bool from_newest) const {
-    RowId r = from_newest ? index.last(hash) : index.first(hash);
-    if (r == kNoRow) return;
-    index.prefetch_link(r);
-    __builtin_prefetch(row(r));
-  }
-
   // First row whose timestamp is >= ts (rows are in timestamp order). Remembers the last
   // answer: every rule searched in one iteration asks each of its tables the same question.
   RowId first_row_at_or_after(Timestamp ts) const {
