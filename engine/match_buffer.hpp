@@ -54,12 +54,6 @@ class MatchBuffer {
     start(width_);
   }
 
-  // Value i (i < width()) of match m (m < size()).
-  Value value(std::uint64_t m, std::size_t i) const {
-    std::size_t at = static_cast<std::size_t>(m) * width_ + i;
-    return wide_ ? wide_values_[at] : narrow_values_[at];
-  }
-
   // Calls f with a pointer to match m's width() stored values: `const std::uint32_t*` while the
   // buffer is narrow, `const Value*` once it is wide. One test of the width per match, not one
   // per value read.
