@@ -1,7 +1,7 @@
 cmake_minimum_required(VERSION 3.20)
 # Runs one command and asserts both its exit status and its output, so that a command that
-# prints the right words and then fails (or crashes) does not pass. CTest's own
-# PASS_REGULAR_EXPRESSION ignores the exit status, hence this script. Read by the scripts that
+# prints the right words and then fails (or crashes) does not pass. CTest's own pass-on-a-
+# regular-expression test property ignores the exit status, hence this script. Read by the scripts that
 # kiln_cli_test() (tests/CMakeLists.txt) generates, which set:
 #   command            the command and its arguments
 #   expected_status    the exit status it must return
