@@ -88,6 +88,14 @@ class EGraph {
   // --- time and change ---
   Timestamp now() const { return now_; }
   void advance_time() { ++now_; }
+  // Searches see every table as it is now until clear_horizons(), while rows are appended
+  // (see Table::set_horizon).
+  void set_horizons() {
+    for (FunctionEntry& f : functions_) f.table.set_horizon();
+  }
+  void clear_horizons() {
+    for (FunctionEntry& f : functions_) f.table.clear_horizon();
+  }
   // Changes whenever a row, flag or class changes; "did this iteration do anything?".
   std::uint64_t version() const { return version_; }
   // Total live rows over all tables.

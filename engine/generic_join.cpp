@@ -46,9 +46,9 @@ const ColumnIndex* index_for(Table& t, ColumnMask mask) {
 // variable; the join itself counts the actual rows).
 double estimate_rows(Table& t, ColumnMask mask, RowFilter filter, Timestamp since) {
   RowId split = t.first_row_at_or_after(since);
-  double rows = filter == RowFilter::New   ? double(t.end() - split)
+  double rows = filter == RowFilter::New   ? double(t.visible_end() - split)
                 : filter == RowFilter::Old ? double(split)
-                                           : double(t.size());
+                                           : double(t.visible_size());
   if (mask == 0) return rows;
   if (unique_lookup(t, mask)) return std::min(rows, 1.0);
   return std::min(rows, t.index(mask).rows_per_key());
@@ -241,7 +241,7 @@ class Joiner {
     const Table& t = *tables_[a];
     if (mask == 0) {
       RowId begin = filters_[a] == RowFilter::New ? splits_[a] : 0;
-      RowId end = filters_[a] == RowFilter::Old ? splits_[a] : t.end();
+      RowId end = filters_[a] == RowFilter::Old ? splits_[a] : t.visible_end();
       for (RowId r = begin; r < end; ++r) {
         if (usable(a, r) && !f(r)) return false;
       }
@@ -249,7 +249,7 @@ class Joiner {
     }
     if (index == nullptr) {
       // key[] holds the key columns in order, then the output if it is bound too.
-      RowId r = t.find(key);
+      RowId r = t.find_visible(key);
       if (r == kNoRow) return true;
       if (((mask >> t.num_keys()) & 1) && t.output(r) != key[t.num_keys()]) return true;
       return !usable(a, r) || f(r);
@@ -281,7 +281,7 @@ class Joiner {
     if (p.before == 0) {
       RowFilter filter = filters_[p.atom];
       RowId begin = filter == RowFilter::New ? splits_[p.atom] : 0;
-      RowId end = filter == RowFilter::Old ? splits_[p.atom] : tables_[p.atom]->end();
+      RowId end = filter == RowFilter::Old ? splits_[p.atom] : tables_[p.atom]->visible_end();
       return end - begin;
     }
     Value key[kMaxColumns];

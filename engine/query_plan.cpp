@@ -35,11 +35,11 @@ struct Plan {
 std::size_t rows_in_filter(const Table& t, RowFilter filter, Timestamp since) {
   RowId split = t.first_row_at_or_after(since);
   switch (filter) {
-    case RowFilter::New: return t.end() - split;
+    case RowFilter::New: return t.visible_end() - split;
     case RowFilter::Old: return split;
-    case RowFilter::Any: return t.size();
+    case RowFilter::Any: return t.visible_size();
   }
-  return t.size();
+  return t.visible_size();
 }
 
 // Expected rows per binding of the bound columns. Builds the index on `mask` if needed: the
@@ -53,8 +53,8 @@ double estimate_fanout(Table& t, ColumnMask mask, RowFilter filter, Timestamp si
   double rows = static_cast<double>(rows_in_filter(t, filter, since));
   if (mask == 0) return rows;
   if (t.num_keys() > 0 && (mask & t.key_mask()) == t.key_mask()) return std::min(rows, 1.0);
-  if (self_join && t.size() != 0) {
-    double share = std::min(1.0, rows / double(t.size()));
+  if (self_join && t.visible_size() != 0) {
+    double share = std::min(1.0, rows / double(t.visible_size()));
     return std::min(rows, t.index(mask).rows_per_key_of_a_row() * share);
   }
   return std::min(rows, t.index(mask).rows_per_key());
@@ -298,7 +298,7 @@ class Executor {
     const Table& t = *tables_[i];
     if (step.mask == 0) {
       RowId begin = step.filter == RowFilter::New ? splits_[i] : 0;
-      RowId end = step.filter == RowFilter::Old ? splits_[i] : t.end();
+      RowId end = step.filter == RowFilter::Old ? splits_[i] : t.visible_end();
       for (RowId r = begin; r < end; ++r) {
         if (accept_row(i, r) && !finish_step(i)) return false;
       }
@@ -309,7 +309,7 @@ class Executor {
     for (std::size_t k = 0; k < step.key.size(); ++k) key[k] = value_of(atom.columns[step.key[k]]);
     if (unique_[i]) {
       // key[] holds the key columns in order, then the output if it is bound too.
-      RowId r = t.find(key);
+      RowId r = t.find_visible(key);
       if (r == kNoRow) return true;
       if (step.key.size() > t.num_keys() && t.output(r) != key[t.num_keys()]) return true;
       return !accept_row(i, r) || finish_step(i);
@@ -368,9 +368,9 @@ std::vector<double> filter_rows(EGraph& egraph, const Query& q, const std::vecto
   for (std::size_t a = 0; a < q.atoms.size(); ++a) {
     const Table& t = egraph.table(q.atoms[a].function);
     switch (filters[a]) {
-      case RowFilter::New: rows[a] = double(t.end() - splits[a]); break;
+      case RowFilter::New: rows[a] = double(t.visible_end() - splits[a]); break;
       case RowFilter::Old: rows[a] = double(splits[a]); break;
-      case RowFilter::Any: rows[a] = double(t.size()); break;
+      case RowFilter::Any: rows[a] = double(t.visible_size()); break;
     }
   }
   return rows;
@@ -492,13 +492,13 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
   for (std::size_t i = 0; i < n; ++i) {
     const Table& t = egraph.table(query.atoms[i].function);
     splits[i] = t.first_row_at_or_after(window.since);
-    any_new = any_new || splits[i] != t.end();
+    any_new = any_new || splits[i] != t.visible_end();
   }
   if (!any_new) return true;
   std::vector<RowFilter> filters(n, RowFilter::Any);
   for (std::size_t i = 0; i < n; ++i) {
     const Table& t = egraph.table(query.atoms[i].function);
-    if (splits[i] == t.end()) continue;  // nothing new here
+    if (splits[i] == t.visible_end()) continue;  // nothing new here
     for (std::size_t j = 0; j < n; ++j) filters[j] = j < i ? RowFilter::Old : RowFilter::Any;
     filters[i] = RowFilter::New;
     if (!run_variant(egraph, query, plans, filters, window, splits, i, sink)) return false;

@@ -29,6 +29,7 @@ void RunReport::absorb(const RunReport& other) {
     RuleStats& mine = rules[name];
     mine.matches += stats.matches;
     mine.repeats_skipped += stats.repeats_skipped;
+    mine.applied_while_searching += stats.applied_while_searching;
     mine.times_banned += stats.times_banned;
     mine.search_seconds += stats.search_seconds;
     mine.apply_seconds += stats.apply_seconds;
@@ -73,11 +74,14 @@ std::string RunReport::summary(std::size_t max_rules) const {
   if (sorted.size() > max_rules) sorted.resize(max_rules);
   for (const auto& [name, stats] : sorted) {
     std::string shown = name.size() > 60 ? name.substr(0, 57) + "..." : name;
-    std::string repeats =
+    std::string notes =
         stats.repeats_skipped ? "  (" + std::to_string(stats.repeats_skipped) + " repeats skipped)" : "";
+    if (stats.applied_while_searching) {
+      notes += "  (" + std::to_string(stats.applied_while_searching) + " applied while searching)";
+    }
     std::snprintf(line, sizeof line, "  rule %-60s matches %10llu  search %.6fs  apply %.6fs%s%s\n",
                   shown.c_str(), static_cast<unsigned long long>(stats.matches),
-                  stats.search_seconds, stats.apply_seconds, repeats.c_str(),
+                  stats.search_seconds, stats.apply_seconds, notes.c_str(),
                   stats.times_banned ? "  (banned)" : "");
     out += line;
   }

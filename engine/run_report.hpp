@@ -21,6 +21,10 @@ struct RunLimits {
   // Back-off: a rule with more matches than this in one iteration is banned for a while.
   std::optional<std::uint64_t> match_limit;
   std::uint32_t ban_length = 5;
+  // Match memory: once one rule's stored matches hold this many values (4 or 8 bytes each),
+  // they are applied while its search goes on, where that gives the same result (see
+  // Runner::iterate); nullopt: matches are applied only after every search.
+  std::optional<std::uint64_t> early_apply_values = std::uint64_t{1} << 22;
 };
 
 struct RuleStats {
@@ -28,6 +32,8 @@ struct RuleStats {
   // Matches not applied: they repeated an earlier match of the same search on the variables
   // the actions read, and the actions are idempotent (repeated_matches.hpp).
   std::uint64_t repeats_skipped = 0;
+  // Matches applied while the rule's search was still going on (RunLimits::early_apply_values).
+  std::uint64_t applied_while_searching = 0;
   std::uint64_t times_banned = 0;
   double search_seconds = 0;
   double apply_seconds = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/primitive.hpp"
 #include "engine/query_plan.hpp"
 #include "engine/repeated_matches.hpp"
 #include "support/diagnostic.hpp"
@@ -222,6 +223,67 @@ class OriginScope {
   EGraph& egraph_;
 };
 
+// Whether a rule's actions only add rows and merge classes: no custom merge, delete or subsume,
+// which kill rows that later searches of the same iteration would read. (A panic waits too,
+// so that every search has run when it stops the program, as before.)
+bool only_adds_and_merges(const EGraph& egraph, const Rule& rule) {
+  for (const ActionInstr& instr : rule.actions.instrs) {
+    switch (instr.op) {
+      case ActionOp::Construct:
+      case ActionOp::Lookup:
+      case ActionOp::Primitive:
+      case ActionOp::Copy:
+      case ActionOp::Union:
+        break;
+      case ActionOp::Set:
+        if (egraph.function(instr.function).merge == MergeKind::Custom) return false;
+        break;
+      case ActionOp::Delete:
+      case ActionOp::Subsume:
+      case ActionOp::Panic:
+        return false;
+    }
+  }
+  return true;
+}
+
+// Whether a rule's search reads nothing that a merge changes before the next rebuild: no
+// e-class constant (canonicalized before each search) and no primitive over e-classes or
+// containers of them (which canonicalize their arguments). Rows keep their cells until
+// rebuild, so the atoms themselves see the same values.
+bool search_ignores_merges(const EGraph& egraph, const Rule& rule) {
+  const Query& q = rule.query;
+  auto merge_sensitive = [&](const QueryTerm& t) {
+    if (!t.is_var) return t.eq_sort;
+    const Sort& sort = egraph.sort(q.var_sorts[t.var]);
+    return sort.is_eq || sort.holds_eclasses;
+  };
+  for (const QueryAtom& atom : q.atoms) {
+    for (const QueryTerm& t : atom.columns) {
+      if (!t.is_var && t.eq_sort) return false;
+    }
+  }
+  for (const QueryPrimitive& prim : q.primitives) {
+    if (std::any_of(prim.args.begin(), prim.args.end(), merge_sensitive) || merge_sensitive(prim.result)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Sets the horizon of every table for a scope (see Table::set_horizon), and clears it also
+// when an action throws.
+class HorizonScope {
+ public:
+  explicit HorizonScope(EGraph& egraph) : egraph_(egraph) { egraph_.set_horizons(); }
+  ~HorizonScope() { egraph_.clear_horizons(); }
+  HorizonScope(const HorizonScope&) = delete;
+  HorizonScope& operator=(const HorizonScope&) = delete;
+
+ private:
+  EGraph& egraph_;
+};
+
 }  // namespace
 
 Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits,
@@ -295,6 +357,33 @@ const Runner::StoredMatch& Runner::stored_match(std::size_t rule) {
   return *stored_match_[rule];
 }
 
+void Runner::apply_matches(const Rule& rule, const MatchBuffer& matches) {
+  const std::vector<std::uint32_t>& stored = stored_match(static_cast<std::size_t>(&rule - rules_.data())).vars;
+  registers_.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
+  Value* registers = registers_.data();
+  Prefetcher prefetch(egraph_, rule, stored, matches);
+  OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
+  // Restored afterwards: a batch applied from inside a search returns to it.
+  PrimitiveContextScope context(egraph_, /*may_insert=*/true);
+  try {
+    for (std::uint64_t m = 0, count = matches.size(); m < count; ++m) {
+      prefetch.ahead(m, count);
+      matches.scatter(m, stored.data(), registers);
+      Value first;
+      if (prefetch.first_result(m, &first)) {
+        registers[prefetch.first_destination()] = first;
+        run_actions(egraph_, rule.actions, registers, 1);
+      } else {
+        run_actions(egraph_, rule.actions, registers);
+      }
+    }
+  } catch (const support::UserError& e) {
+    // The location points into the rule's actions; the name says which rule, for a rule
+    // file loaded among many (the compiler's).
+    support::rethrow_with_note(e, "in rule '" + rule.name + "'");
+  }
+}
+
 bool Runner::iterate(const std::string& ruleset) {
   check_limits();
   ++iteration_;
@@ -302,29 +391,84 @@ bool Runner::iterate(const std::string& ruleset) {
   it.ruleset = ruleset;
   std::uint64_t version_before = egraph_.version();
 
-  // Search: every rule sees the same database.
-  struct Found {
-    std::size_t rule;
-    MatchBuffer* matches;     // the rule's reused buffer: pages stay mapped between iterations
-    std::uint64_t count = 0;  // matches found; matches->size() of them are stored, the others
-                              // repeated an earlier one
-  };
-  match_buffers_.resize(rules_.size());
-  std::vector<Found> found;
-  bool any_banned = false;
-  Timestamp searched_until = egraph_.now() + 1;
   auto combined = combined_.find(ruleset);
   const std::set<std::string>* members = combined == combined_.end() ? nullptr : &combined->second;
+  std::vector<std::size_t> selected;
+  bool any_banned = false;
   for (std::size_t r = 0; r < rules_.size(); ++r) {
     Rule& rule = rules_[r];
     if (rule.ruleset != ruleset && (!members || !members->count(rule.ruleset))) continue;
-    RuleStats& stats = report_.rules[rule.name];
+    report_.rules[rule.name];  // every rule of the ruleset has a line in the report
     if (rule.banned_until_iteration > iteration_) {
       any_banned = true;
       continue;
     }
+    selected.push_back(r);
+  }
+
+  // Every rule searches the database as the iteration found it; then the matches are applied,
+  // rule by rule, in the order found. A large iteration would keep tens of millions of matches
+  // in memory until then. So, when no action kills a row and no search reads what a merge
+  // changes, a rule whose buffer fills up has its matches applied (after those of the rules
+  // searched before it) while its search goes on: the tables' horizons hide the new rows from
+  // the searches, which therefore find what they would have found, and the writes happen in
+  // the same order. (Applying every batch at once would not pay: search and apply then evict
+  // each other's working sets.) With a match limit, matches wait until their search is known
+  // to be complete.
+  bool may_apply_early = limits_.early_apply_values && !limits_.match_limit;
+  for (std::size_t r : selected) {
+    may_apply_early = may_apply_early && only_adds_and_merges(egraph_, rules_[r]) &&
+                      search_ignores_merges(egraph_, rules_[r]);
+  }
+  Timestamp searched_until = egraph_.now() + 1;
+  std::optional<HorizonScope> horizon;
+  if (may_apply_early) {
+    egraph_.advance_time();  // rows written from here on are new to the next searches
+    horizon.emplace(egraph_);
+  }
+
+  struct Found {
+    std::size_t rule;
+    MatchBuffer* matches;     // the rule's reused buffer: pages stay mapped between iterations
+    std::uint64_t count = 0;  // matches found
+    std::uint64_t stored = 0; // of which stored (the others repeated an earlier one)
+  };
+  match_buffers_.resize(rules_.size());
+  std::vector<Found> found;  // in rule order
+  std::size_t applied = 0;   // found[0, applied) are
+  std::vector<const std::string*> changed_by;  // rules whose actions changed the e-graph
+  double apply_seconds = 0;
+  auto apply = [&](Found& f) {
+    Rule& rule = rules_[f.rule];
     auto t0 = Clock::now();
-    Found f{r, &match_buffers_[r], 0};
+    auto version = egraph_.version();
+    f.stored += f.matches->size();
+    apply_matches(rule, *f.matches);
+    if (egraph_.version() != version && (changed_by.empty() || changed_by.back() != &rule.name)) {
+      changed_by.push_back(&rule.name);
+    }
+    f.matches->start(f.matches->width());
+    double dt = seconds_since(t0);
+    report_.rules[rule.name].apply_seconds += dt;
+    apply_seconds += dt;
+    return dt;
+  };
+  auto apply_found = [&]() {
+    double dt = 0;
+    for (; applied < found.size(); ++applied) {
+      dt += apply(found[applied]);
+      found[applied].matches->release_if_large();
+    }
+    return dt;
+  };
+
+  for (std::size_t r : selected) {
+    Rule& rule = rules_[r];
+    RuleStats& stats = report_.rules[rule.name];
+    auto t0 = Clock::now();
+    double applying = 0;  // of this rule's search time, spent applying
+    Found f{r, &match_buffers_[r]};
+    bool applied_early = false;
     const StoredMatch& shape = stored_match(r);
     const std::vector<std::uint32_t>& stored = shape.vars;
     f.matches->start(stored.size());
@@ -332,6 +476,9 @@ bool Runner::iterate(const std::string& ruleset) {
     if (shape.skip_repeats) recent_matches_.start(stored.size());
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
+    std::uint64_t batch =
+        may_apply_early ? std::max<std::uint64_t>(1, *limits_.early_apply_values / std::max<std::size_t>(1, stored.size()))
+                        : UINT64_MAX;
     // A constant e-class (a global) that merged since the last search makes every match
     // through it new, as it would be through egglog's global tables.
     Timestamp since = rule.naive ? 0 : rule.searched_until;
@@ -344,10 +491,15 @@ bool Runner::iterate(const std::string& ruleset) {
                                for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
                                if (!recent_matches_.repeat(projected_.data())) f.matches->push(projected_.data());
                              }
+                             if (f.matches->size() >= batch) {
+                               stats.applied_while_searching += f.matches->size();
+                               applying += apply_found() + apply(f);
+                               applied_early = true;
+                             }
                              return ++f.count <= limit;
                            },
                            rule.plans.get());
-    double dt = seconds_since(t0);
+    double dt = seconds_since(t0) - applying;
     stats.search_seconds += dt;
     it.search_seconds += dt;
     if (!complete) {
@@ -360,46 +512,15 @@ bool Runner::iterate(const std::string& ruleset) {
     }
     rule.searched_until = searched_until;
     stats.matches += f.count;
-    stats.repeats_skipped += f.count - f.matches->size();
     it.matches += f.count;
-    found.push_back(std::move(f));
+    found.push_back(f);
+    if (applied_early) apply_found();  // the rest of its matches, before any later rule's
   }
-  egraph_.advance_time();
-
-  // Apply: staged after the search, in rule order; rows each rule creates record it as origin.
-  auto t_apply = Clock::now();
-  std::vector<Value> registers;
-  std::vector<const std::string*> changed_by;  // rules whose actions changed the e-graph
-  for (Found& f : found) {
-    Rule& rule = rules_[f.rule];
-    auto t0 = Clock::now();
-    const auto version_before_rule = egraph_.version();
-    const std::vector<std::uint32_t>& stored = stored_match(f.rule).vars;
-    registers.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
-    Prefetcher prefetch(egraph_, rule, stored, *f.matches);
-    OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
-    try {
-      for (std::uint64_t m = 0, count = f.matches->size(); m < count; ++m) {
-        prefetch.ahead(m, count);
-        f.matches->scatter(m, stored.data(), registers.data());
-        Value first;
-        if (prefetch.first_result(m, &first)) {
-          registers[prefetch.first_destination()] = first;
-          run_actions(egraph_, rule.actions, registers.data(), 1);
-        } else {
-          run_actions(egraph_, rule.actions, registers.data());
-        }
-      }
-    } catch (const support::UserError& e) {
-      // The location points into the rule's actions; the name says which rule, for a rule
-      // file loaded among many (the compiler's).
-      support::rethrow_with_note(e, "in rule '" + rule.name + "'");
-    }
-    f.matches->release_if_large();
-    if (egraph_.version() != version_before_rule) changed_by.push_back(&rule.name);
-    report_.rules[rule.name].apply_seconds += seconds_since(t0);
-  }
-  it.apply_seconds = seconds_since(t_apply);
+  horizon.reset();
+  if (!may_apply_early) egraph_.advance_time();
+  apply_found();
+  it.apply_seconds = apply_seconds;
+  for (const Found& f : found) report_.rules[rules_[f.rule].name].repeats_skipped += f.count - f.stored;
 
   auto t_rebuild = Clock::now();
   try {

@@ -43,6 +43,7 @@ RowId Table::append(const Value* keys, std::uint64_t hash, Value output, Timesta
 
 void Table::kill(RowId r, std::uint64_t hash) {
   KILN_ASSERT(alive(r), "killing a dead row");
+  KILN_ASSERT(horizon_ == kNoRow, "a row killed while searches see the table behind a horizon");
   flags_[r] |= kDead;
   --live_;
   ++kills_;
@@ -65,10 +66,10 @@ const ColumnIndex& Table::index(ColumnMask mask) {
   } else {
     indexes_.push_back(std::make_unique<ColumnIndex>(mask, width()));
     index = indexes_.back().get();
-    index->clear(live_);
+    index->clear(visible_size());
     index_by_mask_[mask] = index;
   }
-  index->sync(end(), [&](RowId r) { return alive(r); },
+  index->sync(visible_end(), [&](RowId r) { return alive(r); },
               [&](RowId r) { return index->hash_row(row(r)); });
   return *index;
 }
@@ -88,6 +89,7 @@ void Table::kill_and_compact(const HugePageVector<RowId>& rows) {
 }
 
 void Table::compact() {
+  KILN_ASSERT(horizon_ == kNoRow, "a table compacted while searches see it behind a horizon");
   std::size_t w = width();
   HugePageVector<RowId> new_row;
   new_row.resize(timestamps_.size(), kNoRow);

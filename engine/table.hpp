@@ -4,6 +4,7 @@
 // "rows newer than t" is a suffix.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -42,6 +43,24 @@ class Table {
   std::size_t size() const { return live_; }
   // All row slots ever appended since the last compaction (live or dead).
   RowId end() const { return static_cast<RowId>(timestamps_.size()); }
+
+  // --- what a search sees ---
+  // A horizon hides the rows appended after it was set from searches (and from their plans
+  // and secondary indexes): the runner applies a rule's matches while later rules still
+  // search the table as the iteration found it (see Runner::iterate). Rows are only appended
+  // meanwhile, never killed. Without a horizon a search sees every row.
+  void set_horizon() {
+    horizon_ = end();
+    live_at_horizon_ = live_;
+  }
+  void clear_horizon() { horizon_ = kNoRow; }
+  RowId visible_end() const { return std::min(end(), horizon_); }
+  std::size_t visible_size() const { return horizon_ == kNoRow ? live_ : live_at_horizon_; }
+  // find() among the visible rows.
+  RowId find_visible(const Value* keys) const {
+    RowId r = find(keys);
+    return r < horizon_ ? r : kNoRow;
+  }
 
   const Value* row(RowId r) const { return &cells_[static_cast<std::size_t>(r) * width()]; }
   Value output(RowId r) const { return row(r)[num_keys_]; }
@@ -104,6 +123,7 @@ class Table {
       if (start < from) return true;
       for (RowId p = index.prev(start); p != kNoRow && p >= from; p = index.prev(p)) start = p;
     }
+    to = std::min(to, horizon_);
     for (RowId r = start; r != kNoRow && r < to; r = index.next(r)) {
       if (!index.same_hash(r, hash)) continue;
       const Value* values = row(r);
@@ -117,10 +137,10 @@ class Table {
   // First row whose timestamp is >= ts (rows are in timestamp order). Remembers the last
   // answer: every rule searched in one iteration asks each of its tables the same question.
   RowId first_row_at_or_after(Timestamp ts) const {
-    if (ts == split_memo_.ts && end() == split_memo_.end) return split_memo_.row;
-    RowId r = find_first_row_at_or_after(ts);
-    split_memo_ = {ts, end(), r};
-    return r;
+    if (ts != split_memo_.ts || end() != split_memo_.end) {
+      split_memo_ = {ts, end(), find_first_row_at_or_after(ts)};
+    }
+    return std::min(split_memo_.row, visible_end());
   }
 
   // The index on `mask`, up to date: built on first use, then brought up to date here with the
@@ -158,6 +178,8 @@ class Table {
   HugePageVector<OriginId> origins_;  // per row, parallel to timestamps_
   std::size_t live_ = 0;
   std::uint64_t kills_ = 0;
+  RowId horizon_ = kNoRow;  // see set_horizon
+  std::size_t live_at_horizon_ = 0;
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;
   std::map<ColumnMask, ColumnIndex*> index_by_mask_;

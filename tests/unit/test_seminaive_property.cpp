@@ -225,6 +225,15 @@ TEST_CASE("semi-naive: random datalog programs reach the naive fixpoint", "[engi
       s.run(declarations(p) + all_facts + all_rules + "(run-schedule (saturate (run)))\n");
       REQUIRE(read_back(s, p) == expected);
     }
+    // The same with every match applied while its rule still searches (early_apply_values).
+    {
+      TestProgram s;
+      engine::RunLimits limits;
+      limits.early_apply_values = 1;
+      s.session().set_limits(limits);
+      s.run(declarations(p) + all_facts + all_rules + "(run-schedule (saturate (run)))\n");
+      REQUIRE(read_back(s, p) == expected);
+    }
     // Interleaved: facts and rules arrive between single iterations, so rules added late
     // must still see old rows and old rules must see rows added between runs.
     {

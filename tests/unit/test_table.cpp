@@ -547,3 +547,50 @@ TEST_CASE("table: the primary index finds keys and outputs of every width agains
     REQUIRE(t.size() == model.size());
   }
 }
+
+TEST_CASE("table: a horizon hides the rows appended after it from searches, and only from them", "[engine]") {
+  // The runner applies matches while later rules still search: those searches must see the
+  // table as it was, through every door a search uses (end, size, find, index chains, the
+  // timestamp split), while the actions' own finds see every row.
+  Table t(1);
+  const ColumnIndex* index = &t.index(0b10);  // on the output column, synced before the horizon
+  for (Value i = 0; i < 10; ++i) {
+    Value k[] = {i};
+    t.append(k, i % 3, 1, false);
+  }
+  t.set_horizon();
+  for (Value i = 10; i < 20; ++i) {
+    Value k[] = {i};
+    t.append(k, i % 3, 2, false);
+  }
+  Value fresh[] = {15};
+  Value old[] = {4};
+  CHECK(t.end() == 20);
+  CHECK(t.visible_end() == 10);
+  CHECK(t.size() == 20);
+  CHECK(t.visible_size() == 10);
+  CHECK(t.find(fresh) == 15);
+  CHECK(t.find_visible(fresh) == kNoRow);
+  CHECK(t.find_visible(old) == 4);
+  CHECK(t.first_row_at_or_after(2) == 10);  // no visible row is new
+  CHECK(t.first_row_at_or_after(1) == 0);
+  // An index asked for now is brought up to the horizon only, and a walk stops there too.
+  index = &t.index(0b10);
+  CHECK(index->synced() == 10);
+  const ColumnIndex& created = t.index(0b11);  // an index made behind the horizon
+  CHECK(created.synced() == 10);
+  Value output = 1;
+  std::vector<RowId> seen;
+  t.for_each_row(*index, &output, [&](RowId r) { seen.push_back(r); return true; });
+  CHECK(seen == std::vector<RowId>{1, 4, 7});
+
+  t.clear_horizon();
+  CHECK(t.visible_end() == 20);
+  CHECK(t.visible_size() == 20);
+  CHECK(t.find_visible(fresh) == 15);
+  CHECK(t.first_row_at_or_after(2) == 10);
+  CHECK(t.first_row_at_or_after(3) == 20);
+  seen.clear();
+  t.for_each_row(t.index(0b10), &output, [&](RowId r) { seen.push_back(r); return true; });
+  CHECK(seen == std::vector<RowId>{1, 4, 7, 10, 13, 16, 19});
+}
