@@ -94,20 +94,21 @@ class KeyIndex {
     }
   }
 
-  // After the table dropped its dead rows: every live entry's row becomes new_row[row] (an
-  // entry whose row was dropped, new_row kNoRow, goes), and the map is sized for live entries
-  // afresh. Slots are read in order and their hashes place them, so the new array is written
-  // almost sequentially and no row is read or hashed again.
+  // After the table dropped its dead rows: every live entry's row becomes new_row[row], and an
+  // entry whose row was dropped (new_row kNoRow) becomes a tombstone. A slot's place depends on
+  // its hash alone, so entries stay where they are: no second array at the run's busiest
+  // moment, and the rows rebuild writes back with the same keys take their tombstones again.
+  // Inserts lay the map out afresh once tombstones and entries fill it (rehash).
   void renumber(const HugePageVector<RowId>& new_row) {
-    HugePageVector<Slot> old = std::move(slots_);
-    clear(live_);
-    for (const Slot& s : old) {
+    for (Slot& s : slots_) {
       if (s.row == kNoRow || s.row == kTombstone) continue;
       RowId row = new_row[s.row & ~kExactBit];
-      if (row == kNoRow) continue;
-      Slot moved = s;
-      moved.row = row | (s.row & kExactBit);
-      place_copy(moved);
+      if (row == kNoRow) {
+        s.row = kTombstone;
+        --live_;
+      } else {
+        s.row = row | (s.row & kExactBit);
+      }
     }
   }
 
