@@ -412,9 +412,9 @@ bool Runner::iterate(const std::string& ruleset) {
   // changes, a rule whose buffer fills up has its matches applied (after those of the rules
   // searched before it) while its search goes on: the tables' horizons hide the new rows from
   // the searches, which therefore find what they would have found, and the writes happen in
-  // the same order. (Applying every batch at once would not pay: search and apply then evict
-  // each other's working sets.) With a match limit, matches wait until their search is known
-  // to be complete.
+  // the same order. Batches are large (RunLimits::early_apply_values): when search and apply
+  // take turns every few thousand matches, they evict each other's working sets. With a match
+  // limit, matches wait until their search is known to be complete.
   bool may_apply_early = limits_.early_apply_values && !limits_.match_limit;
   for (std::size_t r : selected) {
     may_apply_early = may_apply_early && only_adds_and_merges(egraph_, rules_[r]) &&
@@ -476,9 +476,8 @@ bool Runner::iterate(const std::string& ruleset) {
     if (shape.skip_repeats) recent_matches_.start(stored.size());
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
-    std::uint64_t batch =
-        may_apply_early ? std::max<std::uint64_t>(1, *limits_.early_apply_values / std::max<std::size_t>(1, stored.size()))
-                        : UINT64_MAX;
+    std::uint64_t batch = UINT64_MAX;  // matches
+    if (may_apply_early) batch = std::max<std::uint64_t>(1, *limits_.early_apply_values / std::max<std::size_t>(1, stored.size()));
     // A constant e-class (a global) that merged since the last search makes every match
     // through it new, as it would be through egglog's global tables.
     Timestamp since = rule.naive ? 0 : rule.searched_until;
