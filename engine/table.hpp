@@ -48,7 +48,8 @@ class Table {
   // A horizon hides the rows appended after it was set from searches (and from their plans
   // and secondary indexes): the runner applies a rule's matches while later rules still
   // search the table as the iteration found it (see Runner::iterate). Rows are only appended
-  // meanwhile, never killed. Without a horizon a search sees every row.
+  // meanwhile, never killed. index() syncs only up to the horizon, so no chain that
+  // for_each_row walks holds a row past it. Without a horizon a search sees every row.
   void set_horizon() {
     horizon_ = end();
     live_at_horizon_ = live_;
@@ -123,7 +124,6 @@ class Table {
       if (start < from) return true;
       for (RowId p = index.prev(start); p != kNoRow && p >= from; p = index.prev(p)) start = p;
     }
-    to = std::min(to, horizon_);
     for (RowId r = start; r != kNoRow && r < to; r = index.next(r)) {
       if (!index.same_hash(r, hash)) continue;
       const Value* values = row(r);
