@@ -134,8 +134,9 @@ class Table {
     return true;
   }
 
-  // First row whose timestamp is >= ts (rows are in timestamp order). Remembers the last
-  // answer: every rule searched in one iteration asks each of its tables the same question.
+  // First row whose timestamp is >= ts (rows are in timestamp order), or visible_end() when
+  // that comes first. Remembers the last answer: every rule searched in one iteration asks
+  // each of its tables the same question.
   RowId first_row_at_or_after(Timestamp ts) const {
     if (ts != split_memo_.ts || end() != split_memo_.end) {
       split_memo_ = {ts, end(), find_first_row_at_or_after(ts)};
