@@ -224,14 +224,17 @@ class OriginScope {
 };
 
 // Whether a rule's actions only add rows and merge classes: no custom merge, delete or subsume,
-// which kill rows that later searches of the same iteration would read. (A panic waits too,
-// so that every search has run when it stops the program, as before.)
+// which kill rows that later searches of the same iteration would read, and no primitive of a
+// sort (`unstable-app` calls functions, with their merges). (A panic waits too, so that every
+// search has run when it stops the program, as before.)
 bool only_adds_and_merges(const EGraph& egraph, const Rule& rule) {
   for (const ActionInstr& instr : rule.actions.instrs) {
     switch (instr.op) {
+      case ActionOp::Primitive:
+        if (instr.primitive->owner != nullptr) return false;
+        break;
       case ActionOp::Construct:
       case ActionOp::Lookup:
-      case ActionOp::Primitive:
       case ActionOp::Copy:
       case ActionOp::Union:
         break;
@@ -247,10 +250,11 @@ bool only_adds_and_merges(const EGraph& egraph, const Rule& rule) {
   return true;
 }
 
-// Whether a rule's search reads nothing that a merge changes before the next rebuild: no
-// e-class constant (canonicalized before each search) and no primitive over e-classes or
-// containers of them (which canonicalize their arguments). Rows keep their cells until
-// rebuild, so the atoms themselves see the same values.
+// Whether a rule's search reads nothing that a merge or a new row changes before the next
+// rebuild: no e-class constant (canonicalized before each search), no primitive over e-classes
+// or containers of them (which canonicalize their arguments) and no primitive of a sort
+// (`unstable-app` looks up functions, past any horizon). Rows keep their cells until rebuild,
+// so the atoms themselves see the same values.
 bool search_ignores_merges(const EGraph& egraph, const Rule& rule) {
   const Query& q = rule.query;
   auto merge_sensitive = [&](const QueryTerm& t) {
@@ -264,6 +268,7 @@ bool search_ignores_merges(const EGraph& egraph, const Rule& rule) {
     }
   }
   for (const QueryPrimitive& prim : q.primitives) {
+    if (prim.primitive->owner != nullptr) return false;
     if (std::any_of(prim.args.begin(), prim.args.end(), merge_sensitive) || merge_sensitive(prim.result)) {
       return false;
     }

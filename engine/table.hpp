@@ -50,13 +50,11 @@ class Table {
   // search the table as the iteration found it (see Runner::iterate). Rows are only appended
   // meanwhile, never killed. index() syncs only up to the horizon, so no chain that
   // for_each_row walks holds a row past it. Without a horizon a search sees every row.
-  void set_horizon() {
-    horizon_ = end();
-    live_at_horizon_ = live_;
-  }
+  void set_horizon() { horizon_ = end(); }
   void clear_horizon() { horizon_ = kNoRow; }
   RowId visible_end() const { return std::min(end(), horizon_); }
-  std::size_t visible_size() const { return horizon_ == kNoRow ? live_ : live_at_horizon_; }
+  // Every row past the horizon is live: none is killed while it is set.
+  std::size_t visible_size() const { return live_ - (end() - visible_end()); }
   // find() among the visible rows.
   RowId find_visible(const Value* keys) const {
     RowId r = find(keys);
@@ -180,7 +178,6 @@ class Table {
   std::size_t live_ = 0;
   std::uint64_t kills_ = 0;
   RowId horizon_ = kNoRow;  // see set_horizon
-  std::size_t live_at_horizon_ = 0;
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;
   std::map<ColumnMask, ColumnIndex*> index_by_mask_;

@@ -37,7 +37,8 @@ def run_pair(a, b, program, pins):
         pid, status = os.wait()
         seconds[pid] = time.perf_counter() - start
         if status != 0:
-            sys.exit(f"pair.py: {procs[0 if pid == procs[0].pid else 1].args[3]} failed (status {status})")
+            binary = procs[0 if pid == procs[0].pid else 1].args[3]
+            sys.exit(f"pair.py: {binary} egg {program} exited with status {os.waitstatus_to_exitcode(status)}")
     texts = []
     for out in outputs:
         out.seek(0)
@@ -54,6 +55,11 @@ def main():
     args = parser.parse_args()
     if (os.cpu_count() or 1) < 2:
         sys.exit("pair.py: needs two CPUs")
+    for binary in (args.a, args.b):
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            sys.exit(f"pair.py: {binary}: not an executable file")
+    if not os.path.isfile(args.program):
+        sys.exit(f"pair.py: {args.program}: no such file")
     ratios, seconds_a, seconds_b = [], [], []
     for i in range(args.runs):
         pins = (0, 1) if i % 2 == 0 else (1, 0)
