@@ -41,13 +41,15 @@ class MatchBuffer {
     push_with([&](std::size_t i) { return vars[positions[i]]; });
   }
 
-  // Gives back the memory of a buffer that grew to huge-page size, and keeps a small one for
-  // the next iteration. Called once the matches are applied: the rebuild that follows, and the
-  // next iteration's appends, then reuse those pages instead of faulting in fresh memory,
-  // which lowers the run's peak (a large iteration stores tens of MB of matches).
+  // Gives back the memory of a buffer of 4 MiB or more, and keeps a smaller one for the next
+  // iteration. Called once the matches are applied: the rebuild that follows, and the next
+  // iteration's appends, then reuse those pages instead of faulting in fresh memory, which
+  // lowers the run's peak (a large iteration stores tens of MB of matches). A small buffer is
+  // kept: freed, it would be faulted and zeroed again at every iteration.
+  static constexpr std::size_t kReleaseBytes = 2 * huge_pages::kHugePage;
   void release_if_large() {
     auto large = [](const auto& v) {
-      return v.capacity() * sizeof(v[0]) >= huge_pages::kThreshold;
+      return v.capacity() * sizeof(v[0]) >= kReleaseBytes;
     };
     if (large(narrow_values_)) narrow_values_ = {};
     if (large(wide_values_)) wide_values_ = {};
