@@ -22,7 +22,9 @@ bool parse_bigint(const std::string& text, BigInt& out) {
   for (std::size_t i = start; i < text.size(); ++i) {
     if (text[i] < '0' || text[i] > '9') return false;
   }
-  out = BigInt(text.substr(start));
+  // Leading zeros dropped: Boost reads a leading 0 as an octal prefix ("010" would be 8).
+  std::size_t digits = text.find_first_not_of('0', start);
+  out = digits == std::string::npos ? BigInt(0) : BigInt(text.substr(digits));
   if (text[0] == '-') out = -out;
   return true;
 }
