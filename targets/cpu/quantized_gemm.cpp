@@ -16,6 +16,7 @@
 #include "targets/gemm_reference.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -41,9 +42,13 @@ KILN_INLINE float sum16(F16 v) {  // a tree: four adds deep, not sixteen
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 KILN_INLINE float half_at(const std::uint16_t* p) {
+#ifdef __FLT16_MAX__  // the compiler has _Float16 (GCC 12 and clang 15 on x86-64; not clang 14)
   _Float16 h;
   std::memcpy(&h, p, 2);
   return static_cast<float>(h);
+#else
+  return static_cast<float>(graph::half_value(*p));
+#endif
 }
 
 // n f16 scales as f32 (a row's, converted once so that each block's scale is one broadcast
@@ -67,7 +72,9 @@ using HalvesFn = void (*)(const std::uint16_t*, float*, long long);
 HalvesFn pick_halves() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return halves_f16c;
+  unsigned eax, ebx, ecx, edx;  // F16C from CPUID: clang 14 has no "f16c" for __builtin_cpu_supports
+  bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  if (__builtin_cpu_supports("avx2") && f16c) return halves_f16c;
 #endif
   return halves_portable;
 }
