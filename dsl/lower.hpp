@@ -67,6 +67,12 @@ struct CompiledExpression {
 CompiledExpression compile_expression(const Scope& scope, const Sexp& expr,
                                       std::optional<engine::SortId> expected = std::nullopt);
 
+// An expression over named parameters, which hold registers 0, 1, ... when it runs; its value
+// must have sort `expected`.
+CompiledExpression compile_with_params(const Scope& scope, const Sexp& expr,
+                                       const std::vector<std::pair<std::string, engine::SortId>>& params,
+                                       engine::SortId expected, ActionContext context);
+
 // A merge expression over the variables `old` and `new` of `sort`.
 CompiledExpression compile_merge(const Scope& scope, const Sexp& expr, engine::SortId sort);
 

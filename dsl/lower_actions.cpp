@@ -201,7 +201,7 @@ class ActionBuilder {
     if (context_ != ActionContext::TopLevel && top_level_only(name)) {
       throw UserError("'" + name + "' may only be called in a top-level action (as in egglog)", e.span);
     }
-    if (scope_.egraph.primitives().contains(name)) {
+    if (scope_.egraph.has_primitive(name)) {
       std::vector<Typed> args(e.items.size() - 1);
       std::vector<std::optional<SortId>> sorts(args.size());
       // A function value `(unstable-fn ...)` or an empty container such as `(set-of)` as an
@@ -210,7 +210,7 @@ class ActionBuilder {
       auto is_function_value = [&](const Sexp& a) {
         if (!a.is_list() || a.items.empty() || !a.items[0].is_symbol()) return false;
         return a.items[0].text == "unstable-fn" ||
-               (a.items.size() == 1 && scope_.egraph.primitives().contains(a.items[0].text));
+               (a.items.size() == 1 && scope_.egraph.has_primitive(a.items[0].text));
       };
       for (int pass = 0; pass < 2; ++pass) {
         for (std::size_t i = 0; i < args.size(); ++i) {
@@ -248,6 +248,11 @@ class ActionBuilder {
                         e.span);
       }
       const Primitive* p = candidates[0];
+      if (context_ == ActionContext::Rule && !p->in_rule_actions) {
+        throw UserError("primitive '" + name +
+                            "' looks up the value of a function, which is not allowed in rule actions",
+                        e.span);
+      }
       SortId out = p->output;
       if (out == kAnySort) {
         for (std::size_t i = 0; i < sorts.size(); ++i) {
@@ -332,15 +337,22 @@ CompiledExpression compile_expression(const Scope& scope, const Sexp& expr,
   return CompiledExpression{builder.take(), reg, typed.sort};
 }
 
-CompiledExpression compile_merge(const Scope& scope, const Sexp& expr, SortId sort) {
-  CompiledQuery params;
-  params.query.var_sorts = {sort, sort};
-  params.names["old"] = Binding{sort, false, 0, 0};
-  params.names["new"] = Binding{sort, false, 1, 0};
-  ActionBuilder builder(scope, params, ActionContext::Rule);
-  auto typed = builder.expr(expr, sort);
+CompiledExpression compile_with_params(const Scope& scope, const Sexp& expr,
+                                       const std::vector<std::pair<std::string, SortId>>& params,
+                                       SortId expected, ActionContext context) {
+  CompiledQuery bound;
+  for (std::uint32_t i = 0; i < params.size(); ++i) {
+    bound.query.var_sorts.push_back(params[i].second);
+    bound.names[params[i].first] = Binding{params[i].second, false, i, 0};
+  }
+  ActionBuilder builder(scope, bound, context);
+  auto typed = builder.expr(expr, expected);
   std::uint32_t reg = builder.materialize(typed.operand, expr.span);
   return CompiledExpression{builder.take(), reg, typed.sort};
+}
+
+CompiledExpression compile_merge(const Scope& scope, const Sexp& expr, SortId sort) {
+  return compile_with_params(scope, expr, {{"old", sort}, {"new", sort}}, sort, ActionContext::Rule);
 }
 
 }  // namespace kiln::dsl

@@ -170,7 +170,7 @@ class QueryBuilder {
       prims_.push_back(std::move(prim));
       return prims_.back().result;
     }
-    if (scope_.egraph.primitives().contains(name)) {
+    if (scope_.egraph.has_primitive(name)) {
       Prim prim{name, {}, 0, nullptr, e.span, {}};
       for (std::size_t i = 1; i < e.items.size(); ++i) prim.args.push_back(visit(e.items[i]));
       prim.result = new_slot(e.span);
@@ -230,6 +230,11 @@ class QueryBuilder {
           continue;
         }
         const Primitive* p = candidates[0];
+        if (!p->in_queries) {
+          throw UserError("primitive '" + prim.name +
+                              "' reads or changes the e-graph, so only actions may call it (a query only matches)",
+                          prim.span);
+        }
         std::optional<SortId> any;
         for (std::size_t i = 0; i < args.size(); ++i) {
           if (input_sort(*p, i) == kAnySort && args[i]) any = args[i];

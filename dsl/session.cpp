@@ -107,6 +107,7 @@ void Session::dispatch(const Sexp& c) {
   else if (head == "with-dynamic-cost") with_dynamic_cost(c);
   else if (head == "function") declare_function(c, FunctionKind::Function);
   else if (head == "relation") declare_function(c, FunctionKind::Relation);
+  else if (head == "primitive") declare_primitive(c);
   else if (head == "ruleset") declare_ruleset(c);
   else if (head == "unstable-combined-ruleset") declare_combined_ruleset(c);
   else if (head == "rule") add_rule(c);
@@ -135,7 +136,7 @@ void Session::dispatch(const Sexp& c) {
 void Session::check_new_name(const Sexp& name) const {
   const std::string& n = expect_symbol(name, "a name");
   if (state_.egraph.find_sort(n)) throw UserError("sort '" + n + "' is already declared", name.span);
-  if (state_.egraph.find_function(n) || state_.egraph.primitives().contains(n)) {
+  if (state_.egraph.find_function(n) || state_.egraph.has_primitive(n)) {
     throw UserError("function '" + n + "' is already declared", name.span);
   }
   if (state_.globals.count(n)) throw UserError("'" + n + "' is already a global", name.span);
@@ -355,6 +356,65 @@ void Session::declare_function(const Sexp& c, FunctionKind kind) {
   state_.egraph.add_function(std::move(decl));
 }
 
+// (primitive name (input sorts...) OutputSort body): a primitive whose value is `body`, an
+// expression over its arguments `_0`, `_1`, ... (egglog's way to define a function value's
+// code, as in `(unstable-fn "name")`). The body runs as an action, against the e-graph of the
+// call: it may build terms, where the call may (see Primitive::in_queries).
+void Session::declare_primitive(const Sexp& c) {
+  if (c.items.size() != 5) {
+    throw UserError("expected (primitive name (input sorts...) OutputSort body)", c.span);
+  }
+  check_new_name(c.items[1]);
+  engine::Primitive p;
+  p.name = c.items[1].text;
+  std::vector<std::pair<std::string, SortId>> params;
+  // One input sort may stand without parentheses, as egglog prints it.
+  std::vector<const Sexp*> inputs =
+      c.items[2].is_symbol() ? std::vector<const Sexp*>{&c.items[2]} : list_items(c.items[2], "input sorts");
+  for (const Sexp* s : inputs) {
+    p.inputs.push_back(lookup_sort(*s));
+    params.emplace_back("_" + std::to_string(params.size()), p.inputs.back());
+  }
+  p.output = lookup_sort(c.items[3]);
+  const Sexp& body_text = c.items[4];
+  auto body = std::make_shared<CompiledExpression>(
+      compile_with_params(scope(), body_text, params, p.output, ActionContext::TopLevel));
+  try {
+    compile_with_params(scope(), body_text, params, p.output, ActionContext::Rule);
+  } catch (const UserError&) {
+    p.in_rule_actions = false;  // it reads a function's value (the top-level body compiled)
+  }
+  p.in_queries = std::all_of(body->program.instrs.begin(), body->program.instrs.end(),
+                             [](const engine::ActionInstr& instr) {
+                               return instr.op == engine::ActionOp::Copy ||
+                                      (instr.op == engine::ActionOp::Primitive && instr.primitive->in_queries);
+                             });
+  std::size_t arity = params.size();
+  bool pure = p.in_queries;
+  p.apply = [body, arity, pure](const Value* args, std::size_t, Value& result) {
+    engine::PrimitiveContext outer = engine::primitive_context();
+    if (!outer.egraph || (!pure && !outer.may_insert)) {
+      // Reached through a function value (unstable-app) from a search, which only reads.
+      engine::primitive_failure_reason() = "its body builds or reads terms, which a search may not";
+      return false;
+    }
+    std::vector<Value> registers(std::max<std::size_t>(body->program.num_registers, arity));
+    std::copy_n(args, arity, registers.begin());
+    // run_actions makes the context an action's; a call from a search gets its own back.
+    try {
+      engine::run_actions(*outer.egraph, body->program, registers.data());
+    } catch (const UserError& e) {
+      engine::primitive_context() = outer;
+      engine::primitive_failure_reason() = e.message();
+      return false;
+    }
+    engine::primitive_context() = outer;
+    result = registers[body->result];
+    return true;
+  };
+  state_.egraph.declare_primitive(std::move(p));
+}
+
 void Session::declare_ruleset(const Sexp& c) {
   if (c.items.size() != 2) throw UserError("expected (ruleset name)", c.span);
   const std::string& name = expect_symbol(c.items[1], "a ruleset name");
@@ -479,7 +539,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
     const Sexp& rhs = *parts.positional[1 - direction];
     if (!lhs.is_list() || lhs.items.empty() ||
         (lhs.items[0].is_symbol() && !state_.egraph.find_function(lhs.items[0].text) &&
-         state_.egraph.primitives().contains(lhs.items[0].text))) {
+         state_.egraph.has_primitive(lhs.items[0].text))) {
       // A primitive call would leave the hidden root variable ungrounded.
       throw UserError("the left side of a rewrite must be a constructor call", lhs.span);
     }
@@ -539,7 +599,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
 void Session::run_top_level_actions(const Sexp& c) {
   const std::string& head = c.items[0].text;
   static const std::set<std::string> actions{"set", "union", "delete", "subsume", "panic", "set-cost"};
-  bool is_call = state_.egraph.find_function(head) || state_.egraph.primitives().contains(head);
+  bool is_call = state_.egraph.find_function(head) || state_.egraph.has_primitive(head);
   if (!actions.count(head) && !is_call) {
     throw UserError("unknown command or function '" + head + "'", c.items[0].span);
   }
@@ -654,9 +714,21 @@ void Session::fail(const Sexp& c) {
 }
 
 void Session::extract(const Sexp& c) {
-  if (c.items.size() != 2 && c.items.size() != 3) throw UserError("expected (extract expr [N])", c.span);
-  CompiledExpression expr = compile_expression(scope(), c.items[1]);
-  std::uint64_t variants = c.items.size() == 3 ? expect_count(c.items[2], "a number of variants") : 0;
+  CommandParts parts = split_options(c, {":extractor"});
+  if (parts.positional.size() != 1 && parts.positional.size() != 2) {
+    throw UserError("expected (extract expr [N] [:extractor name])", c.span);
+  }
+  if (parts.has(":extractor")) {
+    // egglog's only named extractor; its tie-breaking is not specified, so kiln does not guess.
+    const Sexp& name = parts.value(":extractor");
+    throw UserError(name.text == "greedy-dag"
+                        ? "kiln does not implement the greedy-dag extractor; omit :extractor to use the tree extractor"
+                        : "unknown extractor '" + name.text + "'; omit :extractor to use the tree extractor",
+                    name.span);
+  }
+  CompiledExpression expr = compile_expression(scope(), *parts.positional[0]);
+  std::uint64_t variants =
+      parts.positional.size() == 2 ? expect_count(*parts.positional[1], "a number of variants") : 0;
   std::vector<Value> registers(expr.program.num_registers);
   engine::run_actions(state_.egraph, expr.program, registers.data());
   state_.egraph.rebuild();

@@ -62,6 +62,7 @@ class Session {
   void declare_variants(engine::SortId sort, const Sexp& list, std::size_t first);
   void declare_constructor(const Sexp& c);
   void declare_function(const Sexp& c, engine::FunctionKind kind);
+  void declare_primitive(const Sexp& c);
   void declare_ruleset(const Sexp& c);
   void declare_combined_ruleset(const Sexp& c);
   // Every combined ruleset with the plain rulesets it reaches.

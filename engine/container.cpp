@@ -715,6 +715,32 @@ bool container_kind(const std::string& name, ContainerKind& kind, std::size_t& a
   return true;
 }
 
+// (vec-union a b) on a Vec of e-classes: unions the two vectors' elements pair by pair (they
+// must be as long) and returns a. Egglog's rules use it where two vectors became equal, to
+// make their elements equal too. It changes the e-graph, so only actions may call it.
+void add_vec_union(EGraph& egraph, SortId self, const std::shared_ptr<const ContainerSort>& sort) {
+  Primitive p{"vec-union", {self, self}, self, false,
+              [sort](const Value* a, std::size_t, Value& r) {
+                const Items& x = sort->items(a[0]);
+                const Items& y = sort->items(a[1]);
+                if (x.size() != y.size()) {
+                  primitive_failure_reason() = "the vectors have " + std::to_string(x.size()) + " and " +
+                                               std::to_string(y.size()) + " elements";
+                  return false;
+                }
+                PrimitiveContext& context = primitive_context();
+                if (!context.egraph || !context.may_insert) return false;
+                // Copied: a union may re-intern nothing here, but the items live in the sort.
+                Items left = x, right = y;
+                for (std::size_t i = 0; i < left.size(); ++i) context.egraph->unite(left[i], right[i]);
+                r = a[0];
+                return true;
+              },
+              sort.get(), self};
+  p.in_queries = false;
+  egraph.primitives().add(std::move(p));
+}
+
 SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::string& name,
                           ContainerKind kind, std::vector<SortId> params) {
   bool holds = false;
@@ -723,7 +749,10 @@ SortId add_container_sort(EGraph& egraph, const Builtins& builtins, const std::s
   SortId self = egraph.add_sort(Sort{name, false, sort});
   ContainerPrimitives prims(egraph.primitives(), builtins, self, sort);
   switch (kind) {
-    case ContainerKind::Vec: prims.vec(); break;
+    case ContainerKind::Vec:
+      prims.vec();
+      if (egraph.sort(sort->params()[0]).is_eq) add_vec_union(egraph, self, sort);
+      break;
     case ContainerKind::Set: prims.set(); break;
     case ContainerKind::MultiSet: prims.multiset(); break;
     case ContainerKind::Map: prims.map(); break;

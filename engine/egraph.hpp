@@ -3,6 +3,7 @@
 // restores canonical rows and congruence. Every row records which rule created it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -36,10 +37,24 @@ class EGraph {
   const Table& table(FunctionId id) const { return functions_[id].table; }
 
   PrimitiveTable& primitives() { return *primitives_; }
-  // False for a primitive of a sort that a `pop` removed (see Primitive::owner).
+  // False for a primitive of a sort that a `pop` removed (see Primitive::owner), or declared
+  // by a `(primitive ...)` that a `pop` undid.
   bool is_live(const Primitive& p) const {
+    if (p.declared) return std::find(declared_.begin(), declared_.end(), &p) != declared_.end();
     return p.owner == nullptr ||
            (p.owner_id < sorts_.size() && sorts_[p.owner_id].primitive.get() == p.owner);
+  }
+  // Whether a live primitive has this name.
+  bool has_primitive(const std::string& name) const {
+    const std::vector<const Primitive*>& overloads = primitives_->overloads(name);
+    return std::any_of(overloads.begin(), overloads.end(), [&](const Primitive* p) { return is_live(*p); });
+  }
+  // Adds a program's `(primitive ...)` (Primitive::declared) to the table and makes it live.
+  const Primitive& declare_primitive(Primitive primitive) {
+    primitive.declared = true;
+    const Primitive& added = primitives_->add(std::move(primitive));
+    declared_.push_back(&added);
+    return added;
   }
   const PrimitiveTable& primitives() const { return *primitives_; }
 
@@ -169,6 +184,7 @@ class EGraph {
   std::vector<FunctionEntry> functions_;
   std::map<std::string, FunctionId> function_by_name_;
   std::shared_ptr<PrimitiveTable> primitives_;  // shared across push/pop copies
+  std::vector<const Primitive*> declared_;      // the live declared primitives (is_live)
   UnionFind union_find_;
   std::uint64_t unions_at_rebuild_ = 0;
   Timestamp now_ = 1;

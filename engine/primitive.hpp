@@ -32,6 +32,14 @@ struct Primitive {
   // `owner_id` is still `owner` (EGraph::is_live).
   const void* owner = nullptr;
   SortId owner_id = 0;
+  // Declared by a program's `(primitive ...)`: live while the e-graph lists it
+  // (EGraph::declare_primitive), so a `pop` forgets it.
+  bool declared = false;
+  // Where a call may stand. A declared primitive whose body builds terms cannot run in a query
+  // (a search only reads); one whose body reads a function's value cannot run in a rule's
+  // actions (egglog leaves both names unbound there).
+  bool in_queries = true;
+  bool in_rule_actions = true;
 };
 
 // Why the primitive call that just returned false failed, when the primitive says (a sort's own
