@@ -60,7 +60,14 @@ class EGraph {
 
   // --- e-classes ---
   Value make_class() { ++version_; return union_find_.make_set(); }
-  Value find(Value id) { return union_find_.find(id); }
+  // The class of an id as actions see it (see UnionFind: while a rule iteration applies its
+  // matches, as it was when the iteration began).
+  Value find(Value id) { return union_find_.canonical(id); }
+  // Between freeze_classes() and thaw_classes(), find() and every canonicalization keep the
+  // classes as they were at the freeze; unions still merge the real classes, and rebuild (after
+  // the thaw) brings the rows up to date. Runner::iterate freezes around its rules' actions.
+  void freeze_classes() { union_find_.freeze(); }
+  void thaw_classes() { union_find_.thaw(); }
   Value find_const(Value id) const { return union_find_.find_const(id); }
   // The canonical form of a value of `sort`: the root of an e-class, a container of e-classes
   // re-interned with canonical elements, any other value itself.
@@ -84,7 +91,7 @@ class EGraph {
   // a container of e-classes, false: re-interning tells, not a bit).
   bool still_canonical(SortId sort, Value v) const {
     const Sort& s = sorts_[sort];
-    return s.is_eq ? union_find_.is_root(v) : !s.holds_eclasses;
+    return s.is_eq ? union_find_.is_canonical(v) : !s.holds_eclasses;
   }
   // Memory hints for a write or lookup of these (canonical) keys in a moment.
   void prefetch_slot(FunctionId f, const Value* keys) const { functions_[f].table.prefetch_slot(keys); }
@@ -151,7 +158,7 @@ class EGraph {
   Value canonical_container(const ContainerSort& sort, Value v);
   Value canonical_cell(const FunctionEntry& f, std::size_t column, Value v) {
     std::uint8_t kind = f.eq_columns[column];
-    if (kind == kClassColumn) return union_find_.find(v);
+    if (kind == kClassColumn) return union_find_.canonical(v);
     return kind == kPlainColumn ? v : canonical(f.column_sorts[column], v);
   }
 

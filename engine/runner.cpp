@@ -289,6 +289,19 @@ class HorizonScope {
   EGraph& egraph_;
 };
 
+// Actions of one iteration see the classes as the iteration found them (EGraph::freeze_classes)
+// until the rebuild that follows.
+class FrozenClassesScope {
+ public:
+  explicit FrozenClassesScope(EGraph& egraph) : egraph_(egraph) { egraph_.freeze_classes(); }
+  ~FrozenClassesScope() { egraph_.thaw_classes(); }
+  FrozenClassesScope(const FrozenClassesScope&) = delete;
+  FrozenClassesScope& operator=(const FrozenClassesScope&) = delete;
+
+ private:
+  EGraph& egraph_;
+};
+
 }  // namespace
 
 Runner::Runner(EGraph& egraph, std::vector<Rule>& rules, RunLimits limits,
@@ -395,6 +408,7 @@ bool Runner::iterate(const std::string& ruleset) {
   IterationReport it;
   it.ruleset = ruleset;
   std::uint64_t version_before = egraph_.version();
+  std::optional<FrozenClassesScope> frozen(std::in_place, egraph_);
 
   auto combined = combined_.find(ruleset);
   const std::set<std::string>* members = combined == combined_.end() ? nullptr : &combined->second;
@@ -527,6 +541,7 @@ bool Runner::iterate(const std::string& ruleset) {
   for (const Found& f : found) report_.rules[rules_[f.rule].name].repeats_skipped += f.count - f.stored;
 
   auto t_rebuild = Clock::now();
+  frozen.reset();
   try {
     egraph_.rebuild();
   } catch (const support::UserError& e) {
