@@ -9,8 +9,11 @@
 // the classes as they were when the iteration began: a union takes effect for lookups, deletes
 // and subsumes at the rebuild that follows (so `(delete (F x))` removes the row keyed by x even
 // after another match merged x away). canonical() gives that view; find() and unite() keep the
-// real classes. A second bit per id marks the ids merged away while frozen, and path halving
-// never links an id past such a merge, so the chain below it still leads to the old root.
+// real classes. A second bit per id marks the ids merged away while frozen. Those were roots
+// when frozen, so canonical() stops at them, and path halving may relink them freely; an id
+// merged before the freeze keeps its parent until the thaw, so its chain still leads to the
+// old root. (Halving only those is what keeps finds short: nearly every merge of a large
+// iteration happens while frozen.)
 #pragma once
 
 #include <algorithm>
@@ -39,8 +42,7 @@ class UnionFind {
   Value find(Value v) {
     Id id = static_cast<Id>(v);
     while (parent_[id] != id) {
-      Id parent = parent_[id];
-      if (!frozen_ || !merged_while_frozen(parent)) parent_[id] = parent_[parent];
+      if (!frozen_ || merged_while_frozen(id)) parent_[id] = parent_[parent_[id]];
       id = parent_[id];
     }
     return id;
