@@ -119,3 +119,36 @@ TEST_CASE("union-find: ids given as 64-bit values are found and united like smal
   CHECK(uf.is_root(low));
   CHECK_FALSE(uf.is_root(high));
 }
+
+TEST_CASE("union-find: frozen, canonical() keeps the classes of the freeze while find() follows every union",
+          "[engine]") {
+  std::mt19937 rng(99);
+  for (int round = 0; round < 20; ++round) {
+    const Value n = 150;
+    UnionFind uf;
+    for (Value i = 0; i < n; ++i) uf.make_set();
+    std::uniform_int_distribution<Value> pick(0, n - 1);
+    // Merges before the freeze, with finds in between so that paths get halved.
+    for (int step = 0; step < 60; ++step) {
+      uf.unite(pick(rng), pick(rng));
+      uf.find(pick(rng));
+    }
+    std::vector<Value> at_freeze(n);
+    for (Value i = 0; i < n; ++i) at_freeze[i] = uf.find_const(i);
+    uf.freeze();
+    // Merges while frozen (new classes too), with finds that halve paths.
+    for (Value i = 0; i < 20; ++i) uf.make_set();
+    std::uniform_int_distribution<Value> pick_all(0, n + 19);
+    for (int step = 0; step < 80; ++step) {
+      uf.unite(pick_all(rng), pick_all(rng));
+      uf.find(pick_all(rng));
+      Value probe = pick(rng);
+      REQUIRE(uf.canonical(probe) == at_freeze[probe]);
+      REQUIRE(uf.is_canonical(probe) == (at_freeze[probe] == probe));
+    }
+    for (Value i = n; i < n + 20; ++i) REQUIRE(uf.canonical(i) == i);  // made while frozen
+    for (Value i = 0; i < n + 20; ++i) REQUIRE(uf.find(i) == uf.find_const(i));
+    uf.thaw();
+    for (Value i = 0; i < n + 20; ++i) REQUIRE(uf.canonical(i) == uf.find_const(i));
+  }
+}
