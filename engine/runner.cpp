@@ -228,7 +228,7 @@ class OriginScope {
 // sort (`unstable-app` calls functions, with their merges). (A panic waits too, so that every
 // search has run when it stops the program, as before.)
 // Whether a rule deletes or subsumes rows: the actions whose result depends on when a union
-// reaches their keys (see FrozenClassesScope).
+// reaches their keys (see EGraphModeScope).
 bool deletes_or_subsumes(const Rule& rule) {
   return std::any_of(rule.actions.instrs.begin(), rule.actions.instrs.end(), [](const ActionInstr& instr) {
     return instr.op == ActionOp::Delete || instr.op == ActionOp::Subsume;
@@ -284,34 +284,26 @@ bool search_ignores_merges(const EGraph& egraph, const Rule& rule) {
   return true;
 }
 
-// Sets the horizon of every table for a scope (see Table::set_horizon), and clears it also
-// when an action throws.
-class HorizonScope {
+// Puts the e-graph in a mode for a scope (enter) and takes it out again (leave), also when an
+// action throws. Two modes span a rule iteration's searches and actions:
+// - every table's horizon (EGraph::set_horizons, see Table::set_horizon), for early apply;
+// - the classes as the iteration found them (EGraph::freeze_classes), until the rebuild that
+//   follows, as in egglog. That is observable only where an action deletes or subsumes: a
+//   constructor call that finds the merged row at once, instead of writing a row that rebuild
+//   merges into it, leaves the same rows after the rebuild. Writing those rows costs
+//   (arith_grow: peak 90 -> 139 MB, rebuild 2x), so iterations without a delete or subsume
+//   keep immediate canonicalization.
+class EGraphModeScope {
  public:
-  explicit HorizonScope(EGraph& egraph) : egraph_(egraph) { egraph_.set_horizons(); }
-  ~HorizonScope() { egraph_.clear_horizons(); }
-  HorizonScope(const HorizonScope&) = delete;
-  HorizonScope& operator=(const HorizonScope&) = delete;
+  using Mode = void (EGraph::*)();
+  EGraphModeScope(EGraph& egraph, Mode enter, Mode leave) : egraph_(egraph), leave_(leave) { (egraph_.*enter)(); }
+  ~EGraphModeScope() { (egraph_.*leave_)(); }
+  EGraphModeScope(const EGraphModeScope&) = delete;
+  EGraphModeScope& operator=(const EGraphModeScope&) = delete;
 
  private:
   EGraph& egraph_;
-};
-
-// Actions of one iteration see the classes as the iteration found them (EGraph::freeze_classes)
-// until the rebuild that follows, as in egglog. That is observable only where an action deletes
-// or subsumes: a constructor call that finds the merged row at once, instead of writing a row
-// that rebuild merges into it, leaves the same rows after the rebuild. Writing those rows costs
-// (arith_grow: peak 90 -> 139 MB, rebuild 2x), so iterations without a delete or subsume keep
-// immediate canonicalization.
-class FrozenClassesScope {
- public:
-  explicit FrozenClassesScope(EGraph& egraph) : egraph_(egraph) { egraph_.freeze_classes(); }
-  ~FrozenClassesScope() { egraph_.thaw_classes(); }
-  FrozenClassesScope(const FrozenClassesScope&) = delete;
-  FrozenClassesScope& operator=(const FrozenClassesScope&) = delete;
-
- private:
-  EGraph& egraph_;
+  Mode leave_;
 };
 
 }  // namespace
@@ -450,15 +442,15 @@ bool Runner::iterate(const std::string& ruleset) {
     may_apply_early = may_apply_early && only_adds_and_merges(egraph_, rules_[r]) &&
                       search_ignores_merges(egraph_, rules_[r]);
   }
-  std::optional<FrozenClassesScope> frozen;
+  std::optional<EGraphModeScope> frozen;
   if (std::any_of(selected.begin(), selected.end(), [&](std::size_t r) { return deletes_or_subsumes(rules_[r]); })) {
-    frozen.emplace(egraph_);
+    frozen.emplace(egraph_, &EGraph::freeze_classes, &EGraph::thaw_classes);
   }
   Timestamp searched_until = egraph_.now() + 1;
-  std::optional<HorizonScope> horizon;
+  std::optional<EGraphModeScope> horizon;
   if (may_apply_early) {
     egraph_.advance_time();  // rows written from here on are new to the next searches
-    horizon.emplace(egraph_);
+    horizon.emplace(egraph_, &EGraph::set_horizons, &EGraph::clear_horizons);
   }
 
   struct Found {
