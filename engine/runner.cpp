@@ -223,10 +223,6 @@ class OriginScope {
   EGraph& egraph_;
 };
 
-// Whether a rule's actions only add rows and merge classes: no custom merge, delete or subsume,
-// which kill rows that later searches of the same iteration would read, and no primitive of a
-// sort (`unstable-app` calls functions, with their merges). (A panic waits too, so that every
-// search has run when it stops the program, as before.)
 // Whether a rule deletes or subsumes rows: the actions whose result depends on when a union
 // reaches their keys (see EGraphModeScope).
 bool deletes_or_subsumes(const Rule& rule) {
@@ -235,6 +231,10 @@ bool deletes_or_subsumes(const Rule& rule) {
   });
 }
 
+// Whether a rule's actions only add rows and merge classes: no custom merge, delete or subsume,
+// which kill rows that later searches of the same iteration would read, and no primitive of a
+// sort (`unstable-app` calls functions, with their merges). (A panic waits too, so that every
+// search has run when it stops the program, as before.)
 bool only_adds_and_merges(const EGraph& egraph, const Rule& rule) {
   for (const ActionInstr& instr : rule.actions.instrs) {
     switch (instr.op) {
