@@ -497,6 +497,34 @@ std::string option_string(const CommandParts& parts, const std::string& key) {
   throw UserError("expected a name", v.span);
 }
 
+// egglog writes a rewrite's right-hand side, when its top constructor has no row for those
+// children yet, with the matched e-class as its output, instead of a fresh class that the
+// union merges away at once (the rows keep the order they are written in; a fresh class's row
+// would be re-written at the end of its table by the rebuild). So the last two instructions of
+// (union root rhs), Construct then Union, become one ConstructUnion.
+void write_rhs_into_root(engine::ActionProgram& program, std::uint32_t root) {
+  std::vector<engine::ActionInstr>& instrs = program.instrs;
+  auto is_union = [](const engine::ActionInstr& i) { return i.op == engine::ActionOp::Union; };
+  auto u = std::find_if(instrs.begin(), instrs.end(), is_union);
+  if (u == instrs.end() || u == instrs.begin()) return;
+  engine::ActionInstr& construct = *(u - 1);
+  const engine::Operand& x = u->args[0];
+  const engine::Operand& y = u->args[1];
+  if (construct.op != engine::ActionOp::Construct || x.is_constant || x.reg != root || y.is_constant ||
+      y.reg != construct.dst) {
+    return;
+  }
+  for (const engine::ActionInstr& instr : instrs) {
+    if (&instr == &*u) continue;
+    for (const engine::Operand& o : instr.args) {
+      if (!o.is_constant && o.reg == construct.dst) return;  // the class is read elsewhere
+    }
+  }
+  construct.op = engine::ActionOp::ConstructUnion;
+  construct.args.push_back(x);
+  instrs.erase(u);
+}
+
 }  // namespace
 
 void Session::add_rule(const Sexp& c) {
@@ -587,6 +615,7 @@ void Session::add_rewrite(const Sexp& c, bool both_ways) {
     rule.name = direction == 0 ? base : base + " (reversed)";
     rule.ruleset = ruleset;
     rule.actions = compile_actions(scope(), query, actions, ActionContext::Rule);
+    if (!root_binding.is_constant) write_rhs_into_root(rule.actions, root_binding.var);
     if (query.never_matches) continue;
     rule.query = std::move(query.query);
     rule.span = c.span;

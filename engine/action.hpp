@@ -26,6 +26,10 @@ enum class ActionOp {
   Copy,       // dst = args[0]
   Set,        // function(args[0..n-1]) := args[n]
   Union,      // union args[0] args[1]
+  // union args[n] with constructor(args[0..n-1]); a row that is not there yet is written with
+  // args[n]'s class as its output (a rewrite's right-hand side, as egglog does: no fresh
+  // class that the union would merge away at once, no row for rebuild to re-write)
+  ConstructUnion,
   Delete,     // remove function(args)
   Subsume,    // subsume function(args)
   Panic,      // stop with `message`
@@ -48,10 +52,13 @@ struct ActionProgram {
   std::vector<ActionInstr> instrs;
 };
 
+// Runs one instruction against `registers`. Throws support::UserError on panic, a failed
+// primitive or a missing lookup. The caller has set current_primitive_context (run_actions
+// does).
+void run_action(EGraph& egraph, const ActionInstr& instr, Value* registers);
+
 // Runs the program with `registers` (at least num_registers long; the first ones usually hold a
-// query match). Throws support::UserError on panic, a failed primitive or a missing lookup.
-// Starts at instruction `first`: the ones before it already ran (their registers are set).
-void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers,
-                 std::size_t first = 0);
+// query match).
+void run_actions(EGraph& egraph, const ActionProgram& program, Value* registers);
 
 }  // namespace kiln::engine

@@ -89,13 +89,24 @@ Value EGraph::lookup_or_insert(FunctionId id, const Value* keys_in) {
   return fresh;
 }
 
-std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
+void EGraph::construct_into(FunctionId id, const Value* keys_in, Value eclass) {
+  FunctionEntry& f = functions_[id];
   Value keys[kMaxColumns];
-  return lookup(id, keys_in, keys);
+  std::size_t n = f.decl.inputs.size();
+  for (std::size_t i = 0; i < n; ++i) keys[i] = canonical_cell(f, i, keys_in[i]);
+  std::uint64_t hash = f.table.key_hash(keys);
+  Value output;
+  if (f.table.find_output(keys, hash, &output) != kNoRow) {
+    unite(output, eclass);
+    return;
+  }
+  f.table.append(keys, hash, canonical(f.decl.output, eclass), now_, false, current_origin_);
+  ++version_;
 }
 
-std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in, Value* keys) {
+std::optional<Value> EGraph::lookup(FunctionId id, const Value* keys_in) {
   FunctionEntry& f = functions_[id];
+  Value keys[kMaxColumns];
   std::size_t n = f.decl.inputs.size();
   for (std::size_t i = 0; i < n; ++i) keys[i] = canonical_cell(f, i, keys_in[i]);
   Value output;

@@ -78,24 +78,15 @@ class EGraph {
   }
   // Returns true if the two classes were distinct.
   bool unite(Value a, Value b);
-  // Merges of classes so far: while it stays put, every canonical id stays canonical.
-  std::uint64_t unions() const { return union_find_.unions(); }
 
   // --- rows (all writes are stamped with now()) ---
   // Constructor call: the existing output for these keys, or a fresh e-class.
   Value lookup_or_insert(FunctionId f, const Value* keys);
+  // Function call: the output for these keys, if there is a row.
   std::optional<Value> lookup(FunctionId f, const Value* keys);
-  // The same, also writing the canonical keys it looked up into canonical_keys.
-  std::optional<Value> lookup(FunctionId f, const Value* keys, Value* canonical_keys);
-  // Whether a value that was canonical for `sort` still is: no merge since moved it (for
-  // a container of e-classes, false: re-interning tells, not a bit).
-  bool still_canonical(SortId sort, Value v) const {
-    const Sort& s = sorts_[sort];
-    return s.is_eq ? union_find_.is_canonical(v) : !s.holds_eclasses;
-  }
-  // Memory hints for a write or lookup of these (canonical) keys in a moment.
-  void prefetch_slot(FunctionId f, const Value* keys) const { functions_[f].table.prefetch_slot(keys); }
-  void prefetch_row(FunctionId f, const Value* keys) const { functions_[f].table.prefetch_row(keys); }
+  // Unions `eclass` with constructor f's output for these keys; when there is no such row yet,
+  // writes it with `eclass` as its output instead of a fresh class.
+  void construct_into(FunctionId f, const Value* keys, Value eclass);
   // Writes `keys -> output`, merging with an existing row by the function's merge rule.
   void set(FunctionId f, const Value* keys, Value output);
   // Removes the row (returns false if absent).

@@ -5,7 +5,9 @@
 // does not fit widens the whole buffer to 64 bits.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "engine/huge_page_vector.hpp"
 #include "engine/value.hpp"
@@ -56,13 +58,24 @@ class MatchBuffer {
     start(width_);
   }
 
-  // Calls f with a pointer to match m's width() stored values: `const std::uint32_t*` while the
-  // buffer is narrow, `const Value*` once it is wide. One test of the width per match, not one
-  // per value read.
-  template <class F>
-  decltype(auto) visit(std::uint64_t m, F&& f) const {
-    std::size_t at = static_cast<std::size_t>(m) * width_;
-    return wide_ ? f(wide_values_.data() + at) : f(narrow_values_.data() + at);
+  // Moves matches [from, size()) to the end of `to` (of the same width).
+  void move_tail(std::uint64_t from, MatchBuffer& to) {
+    std::vector<Value> match(width_);
+    for (std::uint64_t m = from; m < count_; ++m) {
+      get(m, match.data());
+      to.push(match.data());
+    }
+    truncate(from);
+  }
+  // Drops matches [0, from): the rest move to the front.
+  void drop_front(std::uint64_t from) {
+    std::size_t at = static_cast<std::size_t>(from) * width_;
+    auto drop = [at](auto& values) {
+      std::copy(values.data() + at, values.data() + values.size(), values.data());
+      values.resize(values.size() - at);
+    };
+    wide_ ? drop(wide_values_) : drop(narrow_values_);
+    count_ -= from;
   }
 
   // Copies match m (m < size()) into out[0, width()).
@@ -76,6 +89,11 @@ class MatchBuffer {
 
  private:
   static constexpr Value kNarrowMax = 0xffffffffu;
+
+  void truncate(std::uint64_t count) {
+    (wide_ ? wide_values_.resize(count * width_) : narrow_values_.resize(count * width_));
+    count_ = count;
+  }
 
   // One pass over the values: each is stored narrow while the bits above 32 of all of them, or'd
   // together, stay clear; a wide one takes the narrow copy back and widens the buffer.

@@ -472,7 +472,7 @@ bool run_variant(EGraph& egraph, const Query& query, PlanCache& plans,
 }  // namespace
 
 bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const MatchSink& sink,
-            PlanCache* cache) {
+            PlanCache* cache, const std::function<void()>& variant_done) {
   PrimitiveContextScope context(egraph, /*may_insert=*/false);
   PlanCache local;
   PlanCache& plans = cache ? *cache : local;
@@ -485,7 +485,9 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     if (n == 0 && window.since != 0) return true;  // atom-free rules fire once
     std::vector<RowFilter> filters(n, RowFilter::Any);
     std::vector<RowId> splits(n, 0);
-    return run_variant(egraph, query, plans, filters, window, splits, n, sink);
+    if (!run_variant(egraph, query, plans, filters, window, splits, n, sink)) return false;
+    if (variant_done) variant_done();
+    return true;
   }
   std::vector<RowId> splits(n);
   bool any_new = false;
@@ -502,6 +504,7 @@ bool search(EGraph& egraph, const Query& query_in, SearchWindow window, const Ma
     for (std::size_t j = 0; j < n; ++j) filters[j] = j < i ? RowFilter::Old : RowFilter::Any;
     filters[i] = RowFilter::New;
     if (!run_variant(egraph, query, plans, filters, window, splits, i, sink)) return false;
+    if (variant_done) variant_done();
   }
   return true;
 }

@@ -28,8 +28,10 @@ std::shared_ptr<PlanCache> make_plan_cache();
 
 // Enumerates matches on the current (rebuilt) database; the database must not change meanwhile.
 // Returns false if the sink stopped the search. With a cache, plans are reused across calls.
+// `variant_done`, when set, is called after each semi-naive variant that ran (a rule's matches
+// are applied in batches per variant, as egglog does).
 bool search(EGraph& egraph, const Query& query, SearchWindow window, const MatchSink& sink,
-            PlanCache* cache = nullptr);
+            PlanCache* cache = nullptr, const std::function<void()>& variant_done = {});
 
 // Updates `seen` to the canonical values of the query's e-class constants; true if any of them
 // differs from before (a global merged into another class).

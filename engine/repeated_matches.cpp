@@ -45,6 +45,7 @@ bool actions_idempotent(const EGraph& egraph, const ActionProgram& actions) {
       case ActionOp::Set:
         return egraph.function(instr.function).merge == MergeKind::NoMerge;
       case ActionOp::Union:
+      case ActionOp::ConstructUnion:
       case ActionOp::Delete:
       case ActionOp::Subsume:
       case ActionOp::Panic:

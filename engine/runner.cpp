@@ -31,183 +31,70 @@ std::vector<std::uint32_t> variables_read(const Rule& rule) {
   return out;
 }
 
-// Applying matches is bound by memory: each table access of an action misses the cache, and
-// when the second access's keys include the first one's result (assoc: (Add (Add a b) c)),
-// its miss cannot even start before the first lookup is done. So matches are looked at ahead:
-//   kSlotDistance ahead: load the index slot of the first access (keys from the match);
-//   kRowDistance ahead: load its row;
-//   kNextSlotDistance ahead: do the first access as a read-only lookup (its row is loaded by
-//     now), which gives the second access's keys: load their slot;
-//   kNextRowDistance ahead: load the second access's row.
-// A hint may be stale (a union in between moves a class): it only costs the miss it missed.
-// The read-only lookup's result is kept: when the match is applied and no class was merged
-// and no row of that table killed since, the first access would find the same row, so its
-// result is taken as it is (first_result) and the actions start at the second instruction.
-class Prefetcher {
+// A rule's matches are applied as egglog applies them: in batches of kActionBatch matches, one
+// instruction at a time over the whole batch. That sets the order of the rows and e-classes an
+// iteration creates (all of one instruction's before the next one's), which shows in
+// print-function, in extraction's ties and in the element order of containers.
+constexpr std::uint64_t kActionBatch = 128;
+
+// Applying matches is bound by memory: each table access misses the cache. Within a batch, an
+// instruction's accesses are independent of each other (the instructions before it have run for
+// the whole batch, so every key is known), so each access's index slot, then its row, is loaded
+// a few matches ahead, and the misses of several matches overlap. The keys are hashed as the
+// registers hold them; a key that a union made stale in between only costs the miss it missed.
+class BatchPrefetcher {
  public:
-  Prefetcher(EGraph& egraph, const Rule& rule, const std::vector<std::uint32_t>& stored,
-             const MatchBuffer& matches)
-      : egraph_(egraph), matches_(matches), width_(static_cast<std::uint32_t>(stored.size())) {
-    const std::vector<ActionInstr>& instrs = rule.actions.instrs;
-    if (instrs.empty() || width_ == 0) return;
-    std::uint32_t num_vars = rule.query.num_vars();
-    if (!first_.bind(instrs[0], stored, num_vars, kNoResult)) return;
-    first_instr_ = &instrs[0];
-    bool first_has_result = instrs[0].op != ActionOp::Set;
-    if (first_has_result && !holds_containers(egraph, instrs[0].function) && instrs.size() > 1 &&
-        second_.bind(instrs[1], stored, num_vars, instrs[0].dst)) {
-      second_instr_ = &instrs[1];
+  BatchPrefetcher(const EGraph& egraph, const ActionInstr& instr, const Value* registers,
+                  std::uint32_t width)
+      : instr_(instr), registers_(registers), width_(width) {
+    switch (instr.op) {
+      case ActionOp::Construct:
+      case ActionOp::Lookup:
+      case ActionOp::ConstructUnion:
+      case ActionOp::Set:
+      case ActionOp::Delete:
+      case ActionOp::Subsume:
+        table_ = &egraph.table(instr.function);
+        num_keys_ = table_->num_keys();
+        break;
+      default:
+        break;
     }
   }
 
-  void ahead(std::uint64_t m, std::uint64_t count) {
-    if (!first_instr_) return;
-    const Table& first_table = egraph_.table(first_instr_->function);
-    if (m + kSlotDistance < count) {
-      std::uint64_t& hash = first_hash_[(m + kSlotDistance) % kFirstRing];
-      hash = first_table.key_hash(first_.keys(matches_, m + kSlotDistance, 0));
-      first_table.prefetch_slot_of(hash);
+  // Before the access of match i of a batch of n.
+  void ahead(std::uint64_t i, std::uint64_t n) {
+    if (!table_) return;
+    if (i == 0) {
+      for (std::uint64_t j = 0; j < std::min(n, kSlotDistance); ++j) load_slot(j);
     }
-    if (m + kRowDistance < count) first_table.prefetch_row_of(first_hash_[(m + kRowDistance) % kFirstRing]);
-    if (!second_instr_) return;
-    if (m + kNextSlotDistance < count) {
-      std::uint64_t at = m + kNextSlotDistance;
-      Ahead& found = found_[(m + kNextSlotDistance) % kRing];
-      std::optional<Value> result =
-          egraph_.lookup(first_instr_->function, first_.keys(matches_, at, 0), found.keys);
-      found.match = m + kNextSlotDistance;
-      found.hit = result.has_value();
-      found.result = result.value_or(0);
-      found.unions = egraph_.unions();
-      found.kills = first_table.kills();
-      std::uint64_t& hash = next_hash_[(m + kNextSlotDistance) % kRing];
-      hash = kNoHash;
-      if (result) {
-        const Table& t = egraph_.table(second_instr_->function);
-        hash = t.key_hash(second_.keys(matches_, at, *result));
-        t.prefetch_slot_of(hash);
-      }
-    }
-    if (m + kNextRowDistance < count) {
-      std::uint64_t hash = next_hash_[(m + kNextRowDistance) % kRing];
-      if (hash != kNoHash) egraph_.table(second_instr_->function).prefetch_row_of(hash);
-    }
+    if (i + kSlotDistance < n) load_slot(i + kSlotDistance);
+    if (i + kRowDistance < n) table_->prefetch_row_of(hash_[(i + kRowDistance) % kRing]);
   }
-
-  // The first access's result for match m, when its look-ahead found a row that is still the
-  // answer: no row of the table was killed since, and the canonical keys it looked up and the
-  // output it found are still canonical (no merge at all since, or none that moved them). The
-  // access would then find the same row and return the same value.
-  bool first_result(std::uint64_t m, Value* result) const {
-    if (!second_instr_) return false;
-    const Ahead& found = found_[m % kRing];
-    if (found.match != m || !found.hit ||
-        found.kills != egraph_.table(first_instr_->function).kills()) {
-      return false;
-    }
-    if (found.unions != egraph_.unions()) {
-      const FunctionDecl& decl = egraph_.function(first_instr_->function);
-      for (std::size_t k = 0; k < decl.inputs.size(); ++k) {
-        if (!egraph_.still_canonical(decl.inputs[k], found.keys[k])) return false;
-      }
-      if (!egraph_.still_canonical(decl.output, found.result)) return false;
-    }
-    *result = found.result;
-    return true;
-  }
-  // The register first_result's value goes to.
-  std::uint32_t first_destination() const { return first_instr_->dst; }
 
  private:
   static constexpr std::uint64_t kSlotDistance = 16;
   static constexpr std::uint64_t kRowDistance = 8;
-  static constexpr std::uint64_t kNextSlotDistance = 4;
-  static constexpr std::uint64_t kNextRowDistance = 2;
-  // Hashes computed for a slot, kept for loading the row later: more entries than matches
-  // between the two distances.
-  static constexpr std::uint64_t kFirstRing = 16;  // > kSlotDistance - kRowDistance
-  static constexpr std::uint64_t kRing = 8;        // > kNextSlotDistance - kNextRowDistance
-  static constexpr std::uint64_t kNoHash = ~std::uint64_t{0};
-  static constexpr std::uint32_t kNoResult = 0xffffffffu;
+  static constexpr std::uint64_t kRing = 32;  // > kSlotDistance
 
-  // Where each key of one table access comes from: a constant (filled in once), a stored match
-  // value, or the first access's result.
-  class Keys {
-   public:
-    // False when some key is computed by another instruction: nothing to look ahead at.
-    bool bind(const ActionInstr& instr, const std::vector<std::uint32_t>& stored,
-              std::uint32_t num_vars, std::uint32_t result_reg) {
-      if (instr.op != ActionOp::Construct && instr.op != ActionOp::Lookup &&
-          instr.op != ActionOp::Set) {
-        return false;
-      }
-      std::size_t count = instr.op == ActionOp::Set ? instr.args.size() - 1 : instr.args.size();
-      for (std::size_t i = 0; i < count; ++i) {
-        const Operand& o = instr.args[i];
-        auto key = static_cast<std::uint32_t>(i);
-        if (o.is_constant) {
-          keys_[i] = o.constant;
-        } else if (o.reg == result_reg) {
-          from_result_[num_from_result_++] = key;
-        } else if (o.reg < num_vars) {
-          auto at = static_cast<std::uint32_t>(std::find(stored.begin(), stored.end(), o.reg) - stored.begin());
-          from_match_[num_from_match_++] = {key, at};
-        } else {
-          return false;
-        }
-      }
-      return true;
+  void load_slot(std::uint64_t j) {
+    const Value* regs = registers_ + j * width_;
+    Value keys[kMaxColumns];
+    for (std::uint32_t k = 0; k < num_keys_; ++k) {
+      const Operand& o = instr_.args[k];
+      keys[k] = o.is_constant ? o.constant : regs[o.reg];
     }
-    // The keys for match m of `matches`, with `result` as the first access's result; only the
-    // stored values the access reads are loaded.
-    const Value* keys(const MatchBuffer& matches, std::uint64_t m, Value result) {
-      matches.visit(m, [&](const auto* match) {
-        for (std::uint32_t k = 0; k < num_from_match_; ++k) {
-          keys_[from_match_[k].key] = match[from_match_[k].at];
-        }
-      });
-      for (std::uint32_t k = 0; k < num_from_result_; ++k) keys_[from_result_[k]] = result;
-      return keys_;
-    }
-
-   private:
-    struct FromMatch {
-      std::uint32_t key;  // the key's position
-      std::uint32_t at;   // the stored value's position in a match
-    };
-    FromMatch from_match_[kMaxColumns] = {};
-    std::uint32_t num_from_match_ = 0;
-    std::uint32_t from_result_[kMaxColumns] = {};
-    std::uint32_t num_from_result_ = 0;
-    Value keys_[kMaxColumns] = {};  // constants stay from bind()
-  };
-
-  // A look-ahead lookup canonicalizes its keys; for a container that interns a new value,
-  // which must happen in the order the actions run, not ahead of it.
-  static bool holds_containers(const EGraph& egraph, FunctionId id) {
-    const FunctionDecl& decl = egraph.function(id);
-    auto holds = [&](SortId s) { return egraph.sort(s).holds_eclasses; };
-    return holds(decl.output) || std::any_of(decl.inputs.begin(), decl.inputs.end(), holds);
+    std::uint64_t hash = table_->key_hash(keys);
+    hash_[j % kRing] = hash;
+    table_->prefetch_slot_of(hash);
   }
 
-  EGraph& egraph_;
-  const MatchBuffer& matches_;
+  const ActionInstr& instr_;
+  const Value* registers_;
   std::uint32_t width_;
-  const ActionInstr* first_instr_ = nullptr;
-  const ActionInstr* second_instr_ = nullptr;
-  Keys first_, second_;
-  std::uint64_t first_hash_[kFirstRing] = {};
-  std::uint64_t next_hash_[kRing] = {};
-  // What the read-only lookup of the first access found, per match in the ring.
-  struct Ahead {
-    std::uint64_t match = ~std::uint64_t{0};
-    Value result = 0;
-    bool hit = false;
-    std::uint64_t unions = 0;  // EGraph::unions() then
-    std::uint64_t kills = 0;   // Table::kills() of the first access's table then
-    Value keys[kMaxColumns] = {};  // the canonical keys looked up
-  };
-  Ahead found_[kRing];
+  const Table* table_ = nullptr;
+  std::uint32_t num_keys_ = 0;
+  std::uint64_t hash_[kRing] = {};
 };
 
 // Names a rule as the e-graph's current origin while its actions run, so the rows they create
@@ -245,6 +132,7 @@ bool only_adds_and_merges(const EGraph& egraph, const Rule& rule) {
       case ActionOp::Lookup:
       case ActionOp::Copy:
       case ActionOp::Union:
+      case ActionOp::ConstructUnion:
         break;
       case ActionOp::Set:
         if (egraph.function(instr.function).merge == MergeKind::Custom) return false;
@@ -379,24 +267,27 @@ const Runner::StoredMatch& Runner::stored_match(std::size_t rule) {
   return *stored_match_[rule];
 }
 
-void Runner::apply_matches(const Rule& rule, const MatchBuffer& matches) {
+void Runner::apply_matches(const Rule& rule, const MatchBuffer& matches, std::uint64_t first,
+                           std::uint64_t last) {
   const std::vector<std::uint32_t>& stored = stored_match(static_cast<std::size_t>(&rule - rules_.data())).vars;
-  registers_.assign(std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars()), 0);
+  if (first >= last) return;
+  std::uint32_t width = std::max<std::uint32_t>(rule.actions.num_registers, rule.query.num_vars());
+  // Not cleared: an action reads only registers that the match or an earlier action wrote.
+  if (registers_.size() < kActionBatch * width) registers_.resize(kActionBatch * width);
   Value* registers = registers_.data();
-  Prefetcher prefetch(egraph_, rule, stored, matches);
   OriginScope origin(egraph_, egraph_.intern_origin(rule.name));
   // Restored afterwards: a batch applied from inside a search returns to it.
   PrimitiveContextScope context(egraph_, /*may_insert=*/true);
   try {
-    for (std::uint64_t m = 0, count = matches.size(); m < count; ++m) {
-      prefetch.ahead(m, count);
-      matches.scatter(m, stored.data(), registers);
-      Value first;
-      if (prefetch.first_result(m, &first)) {
-        registers[prefetch.first_destination()] = first;
-        run_actions(egraph_, rule.actions, registers, 1);
-      } else {
-        run_actions(egraph_, rule.actions, registers);
+    for (std::uint64_t begin = first; begin < last; begin += kActionBatch) {
+      std::uint64_t n = std::min(kActionBatch, last - begin);
+      for (std::uint64_t i = 0; i < n; ++i) matches.scatter(begin + i, stored.data(), registers + i * width);
+      for (const ActionInstr& instr : rule.actions.instrs) {
+        BatchPrefetcher prefetch(egraph_, instr, registers, width);
+        for (std::uint64_t i = 0; i < n; ++i) {
+          prefetch.ahead(i, n);
+          run_action(egraph_, instr, registers + i * width);
+        }
       }
     }
   } catch (const support::UserError& e) {
@@ -459,21 +350,27 @@ bool Runner::iterate(const std::string& ruleset) {
     std::uint64_t count = 0;  // matches found
     std::uint64_t stored = 0; // of which stored (the others repeated an earlier one)
   };
+  // A variant's last batch, when it holds fewer than kActionBatch matches, waits in the rule's
+  // tail buffer: egglog applies those after every rule's full batches, in the order found.
+  struct Tail {
+    std::size_t rule;
+    std::uint64_t begin, end;  // in tail_buffers_[rule]
+  };
   match_buffers_.resize(rules_.size());
-  std::vector<Found> found;  // in rule order
+  tail_buffers_.resize(rules_.size());
+  std::vector<Found> found;  // in rule order; their buffers hold full batches only
+  std::vector<Tail> tails;
   std::size_t applied = 0;   // found[0, applied) are
   std::vector<const std::string*> changed_by;  // rules whose actions changed the e-graph
   double apply_seconds = 0;
-  auto apply = [&](Found& f) {
-    Rule& rule = rules_[f.rule];
+  auto apply = [&](std::size_t r, const MatchBuffer& matches, std::uint64_t begin, std::uint64_t end) {
+    Rule& rule = rules_[r];
     auto t0 = Clock::now();
     auto version = egraph_.version();
-    f.stored += f.matches->size();
-    apply_matches(rule, *f.matches);
+    apply_matches(rule, matches, begin, end);
     if (egraph_.version() != version && (changed_by.empty() || changed_by.back() != &rule.name)) {
       changed_by.push_back(&rule.name);
     }
-    f.matches->start(f.matches->width());
     double dt = seconds_since(t0);
     report_.rules[rule.name].apply_seconds += dt;
     apply_seconds += dt;
@@ -482,8 +379,9 @@ bool Runner::iterate(const std::string& ruleset) {
   auto apply_found = [&]() {
     double dt = 0;
     for (; applied < found.size(); ++applied) {
-      dt += apply(found[applied]);
-      found[applied].matches->release_if_large();
+      Found& f = found[applied];
+      dt += apply(f.rule, *f.matches, 0, f.matches->size());
+      f.matches->release_if_large();
     }
     return dt;
   };
@@ -498,6 +396,9 @@ bool Runner::iterate(const std::string& ruleset) {
     const StoredMatch& shape = stored_match(r);
     const std::vector<std::uint32_t>& stored = shape.vars;
     f.matches->start(stored.size());
+    tail_buffers_[r].start(stored.size());
+    std::size_t tails_before = tails.size();
+    std::uint64_t variant_start = 0;  // where the running variant's matches begin in f.matches
     projected_.resize(stored.size());
     if (shape.skip_repeats) recent_matches_.start(stored.size());
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
@@ -508,22 +409,39 @@ bool Runner::iterate(const std::string& ruleset) {
     // through it new, as it would be through egglog's global tables.
     Timestamp since = rule.naive ? 0 : rule.searched_until;
     if (canonical_constants_moved(egraph_, rule.query, rule.constants_seen)) since = 0;
-    bool complete = search(egraph_, rule.query, SearchWindow{since},
-                           [&](const Value* vars) {
-                             if (!shape.skip_repeats) {
-                               f.matches->push_gather(vars, stored.data());
-                             } else {
-                               for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
-                               if (!recent_matches_.repeat(projected_.data())) f.matches->push(projected_.data());
-                             }
-                             if (f.matches->size() >= batch) {
-                               stats.applied_while_searching += f.matches->size();
-                               applying += apply_found() + apply(f);
-                               applied_early = true;
-                             }
-                             return ++f.count <= limit;
-                           },
-                           rule.plans.get());
+    auto store = [&](const Value* vars) {
+      if (!shape.skip_repeats) {
+        f.matches->push_gather(vars, stored.data());
+        return true;
+      }
+      for (std::size_t i = 0; i < stored.size(); ++i) projected_[i] = vars[stored[i]];
+      if (recent_matches_.repeat(projected_.data())) return false;
+      f.matches->push(projected_.data());
+      return true;
+    };
+    auto sink = [&](const Value* vars) {
+      if (store(vars)) ++f.stored;
+      if (f.matches->size() >= batch) {
+        // The full batches found so far; the running variant's partial one stays.
+        std::uint64_t full = variant_start + (f.matches->size() - variant_start) / kActionBatch * kActionBatch;
+        stats.applied_while_searching += full;
+        applying += apply_found() + apply(r, *f.matches, 0, full);
+        f.matches->drop_front(full);
+        variant_start = 0;
+        applied_early = true;
+      }
+      return ++f.count <= limit;
+    };
+    auto variant_done = [&]() {
+      std::uint64_t partial = (f.matches->size() - variant_start) % kActionBatch;
+      if (partial) {
+        MatchBuffer& tail = tail_buffers_[r];
+        tails.push_back(Tail{r, tail.size(), tail.size() + partial});
+        f.matches->move_tail(f.matches->size() - partial, tail);
+      }
+      variant_start = f.matches->size();
+    };
+    bool complete = search(egraph_, rule.query, SearchWindow{since}, sink, rule.plans.get(), variant_done);
     double dt = seconds_since(t0) - applying;
     stats.search_seconds += dt;
     it.search_seconds += dt;
@@ -533,6 +451,7 @@ bool Runner::iterate(const std::string& ruleset) {
       ++rule.times_banned;
       ++stats.times_banned;
       any_banned = true;
+      tails.resize(tails_before);
       continue;
     }
     rule.searched_until = searched_until;
@@ -544,6 +463,7 @@ bool Runner::iterate(const std::string& ruleset) {
   horizon.reset();
   if (!may_apply_early) egraph_.advance_time();
   apply_found();
+  for (const Tail& t : tails) apply(t.rule, tail_buffers_[t.rule], t.begin, t.end);
   it.apply_seconds = apply_seconds;
   for (const Found& f : found) report_.rules[rules_[f.rule].name].repeats_skipped += f.count - f.stored;
 

@@ -34,8 +34,8 @@ class Runner {
 
   bool run_node(const Schedule& node);
   bool iterate(const std::string& ruleset);
-  // Runs the rule's actions on each match in order.
-  void apply_matches(const Rule& rule, const MatchBuffer& matches);
+  // Runs the rule's actions on matches [begin, end), in batches (see kActionBatch).
+  void apply_matches(const Rule& rule, const MatchBuffer& matches, std::uint64_t begin, std::uint64_t end);
   void check_limits() const;
 
   EGraph& egraph_;
@@ -53,6 +53,7 @@ class Runner {
   const StoredMatch& stored_match(std::size_t rule);
 
   std::vector<MatchBuffer> match_buffers_;  // per rule, reused by every iteration
+  std::vector<MatchBuffer> tail_buffers_;   // per rule: its variants' last, partial batches
   std::vector<Value> registers_;  // of the rule being applied
   std::vector<Value> projected_;  // one match, on the variables its rule's actions read
   std::vector<std::optional<StoredMatch>> stored_match_;  // per rule

@@ -18,7 +18,6 @@ Table::Table(const Table& other)
       flags_(other.flags_),
       origins_(other.origins_),
       live_(other.live_),
-      kills_(other.kills_),
       primary_(other.primary_) {
   for (const auto& index : other.indexes_) {
     indexes_.push_back(std::make_unique<ColumnIndex>(*index));
@@ -46,7 +45,6 @@ void Table::kill(RowId r, std::uint64_t hash) {
   KILN_ASSERT(horizon_ == kNoRow, "a row killed while searches see the table behind a horizon");
   flags_[r] |= kDead;
   --live_;
-  ++kills_;
   primary_.erase(hash, r);
   for (auto& index : indexes_) {
     if (r < index->synced()) index->remove(r);
@@ -84,7 +82,6 @@ void Table::kill_and_compact(const HugePageVector<RowId>& rows) {
     flags_[r] |= kDead;
   }
   live_ -= rows.size();
-  kills_ += rows.size();
   compact();
 }
 

@@ -83,10 +83,7 @@ class Table {
   // A bijection of keys that pack into 64 bits (one key, or two below 2^32), so that the index
   // can tell equal keys by their hash; a mix of the columns for other keys.
   std::uint64_t key_hash(const Value* keys) const;
-  // Memory hints for a find() of these keys soon: first the index slot, later the row.
-  void prefetch_slot(const Value* keys) const { prefetch_slot_of(key_hash(keys)); }
-  void prefetch_row(const Value* keys) const { prefetch_row_of(key_hash(keys)); }
-  // The same with the keys' hash known.
+  // Memory hints for a find() of keys with this hash soon: first the index slot, later the row.
   void prefetch_slot_of(std::uint64_t hash) const { primary_.prefetch_slot(hash); }
   void prefetch_row_of(std::uint64_t hash) const {
     RowId r = primary_.peek(hash);
@@ -102,9 +99,6 @@ class Table {
   // The same with the hash of the row's keys known.
   void kill(RowId r, std::uint64_t hash);
   void set_subsumed(RowId r) { flags_[r] |= kSubsumed; }
-  // Rows killed so far: while it and the union count stay put, a row found earlier still
-  // answers a lookup of the same keys (see the runner's look-ahead).
-  std::uint64_t kills() const { return kills_; }
 
   // Calls visit(row) for each live row whose index columns equal `key` (the values of
   // index.columns(), in order), oldest first; stops early when visit returns false, and then
@@ -176,7 +170,6 @@ class Table {
   HugePageVector<std::uint8_t> flags_;
   HugePageVector<OriginId> origins_;  // per row, parallel to timestamps_
   std::size_t live_ = 0;
-  std::uint64_t kills_ = 0;
   RowId horizon_ = kNoRow;  // see set_horizon
   KeyIndex primary_;
   std::vector<std::unique_ptr<ColumnIndex>> indexes_;

@@ -115,10 +115,38 @@ TEST_CASE("match buffer: push_gather stores the chosen variables and scatter put
       buffer.scatter(m, positions.data(), registers.data());
       INFO("match " << m);
       REQUIRE(registers == std::vector<Value>{99, vars[1], 99, vars[3], vars[4], 99});
-      Value first = buffer.visit(m, [](const auto* match) { return Value{match[0]}; });
-      Value third = buffer.visit(m, [](const auto* match) { return Value{match[2]}; });
-      REQUIRE(first == vars[4]);
-      REQUIRE(third == vars[3]);
     }
+  }
+}
+
+TEST_CASE("match buffer: move_tail and drop_front keep every match and its order", "[runner]") {
+  for (bool wide : {false, true}) {
+    MatchBuffer buffer, tail;
+    buffer.start(2);
+    tail.start(2);
+    auto match = [&](std::uint64_t m) {
+      return std::vector<Value>{m, wide && m == 7 ? (Value{1} << 40) : m * 10};
+    };
+    for (std::uint64_t m = 0; m < 20; ++m) buffer.push(match(m).data());
+    tail.push(match(100).data());
+    buffer.move_tail(15, tail);  // matches 15..19 go after match 100
+    REQUIRE(buffer.size() == 15);
+    REQUIRE(tail.size() == 6);
+    buffer.drop_front(5);  // matches 5..14 stay
+    REQUIRE(buffer.size() == 10);
+    std::vector<Value> got(2);
+    for (std::uint64_t m = 0; m < 10; ++m) {
+      buffer.get(m, got.data());
+      REQUIRE(got == match(m + 5));
+    }
+    tail.get(0, got.data());
+    REQUIRE(got == match(100));
+    for (std::uint64_t m = 1; m < 6; ++m) {
+      tail.get(m, got.data());
+      REQUIRE(got == match(m + 14));
+    }
+    buffer.push(match(50).data());  // appends after the kept matches
+    buffer.get(10, got.data());
+    REQUIRE(got == match(50));
   }
 }
