@@ -46,8 +46,8 @@ void run_action(EGraph& egraph, const ActionInstr& instr, Value* registers) {
       registers[instr.dst] = result;
       break;
     }
-    case ActionOp::Copy:
-      registers[instr.dst] = args[0];
+    case ActionOp::Copy:  // one operand, read where it is
+      registers[instr.dst] = operands[0].is_constant ? operands[0].constant : registers[operands[0].reg];
       break;
     case ActionOp::Set:
       try {

@@ -319,13 +319,14 @@ bool Runner::iterate(const std::string& ruleset) {
     selected.push_back(r);
   }
 
-  // Every rule searches the database as the iteration found it; then the matches are applied,
-  // rule by rule, in the order found. A large iteration would keep tens of millions of matches
-  // in memory until then. So, when no action kills a row and no search reads what a merge
-  // changes, a rule whose buffer fills up has its matches applied (after those of the rules
-  // searched before it) while its search goes on: the tables' horizons hide the new rows from
-  // the searches, which therefore find what they would have found, and the writes happen in
-  // the same order. Batches are large (RunLimits::early_apply_values): when search and apply
+  // Every rule searches the database as the iteration found it; then the matches are applied
+  // in batches (kActionBatch): every rule's full batches, in rule and variant order, then the
+  // variants' partial ones. A large iteration would keep tens of millions of matches in memory
+  // until then. So, when no action kills a row and no search reads what a merge changes, a
+  // rule whose buffer fills up has its full batches applied (after those of the rules searched
+  // before it) while its search goes on: the tables' horizons hide the new rows from the
+  // searches, which therefore find what they would have found, and the writes happen in the
+  // same order. Batches are large (RunLimits::early_apply_values): when search and apply
   // take turns every few thousand matches, they evict each other's working sets. With a match
   // limit, matches wait until their search is known to be complete.
   bool may_apply_early = limits_.early_apply_values && !limits_.match_limit;
