@@ -262,6 +262,7 @@ const Runner::StoredMatch& Runner::stored_match(std::size_t rule) {
     StoredMatch shape;
     shape.vars = variables_read(r);
     shape.skip_repeats = projection_may_repeat(r.query, shape.vars) && actions_idempotent(egraph_, r.actions);
+    shape.distinct = distinct_match_variables(r.query, shape.vars);
     stored_match_[rule] = std::move(shape);
   }
   return *stored_match_[rule];
@@ -402,6 +403,7 @@ bool Runner::iterate(const std::string& ruleset) {
     std::uint64_t variant_start = 0;  // where the running variant's matches begin in f.matches
     projected_.resize(stored.size());
     if (shape.skip_repeats) recent_matches_.start(stored.size());
+    distinct_matches_.start(shape.distinct);
     std::uint64_t limit = limits_.match_limit ? (*limits_.match_limit << rule.times_banned)
                                               : UINT64_MAX;
     std::uint64_t batch = UINT64_MAX;  // matches
@@ -421,6 +423,7 @@ bool Runner::iterate(const std::string& ruleset) {
       return true;
     };
     auto sink = [&](const Value* vars) {
+      if (distinct_matches_.active() && !distinct_matches_.first(vars)) return true;
       if (store(vars)) ++f.stored;
       if (f.matches->size() >= batch) {
         // The full batches found so far; the running variant's partial one stays.
@@ -441,6 +444,7 @@ bool Runner::iterate(const std::string& ruleset) {
         f.matches->move_tail(f.matches->size() - partial, tail);
       }
       variant_start = f.matches->size();
+      distinct_matches_.clear();
     };
     bool complete = search(egraph_, rule.query, SearchWindow{since}, sink, rule.plans.get(), variant_done);
     double dt = seconds_since(t0) - applying;

@@ -11,6 +11,7 @@
 
 #include "engine/egraph.hpp"
 #include "engine/match_buffer.hpp"
+#include "engine/distinct_matches.hpp"
 #include "engine/repeated_matches.hpp"
 #include "engine/rule.hpp"
 #include "engine/run_report.hpp"
@@ -49,6 +50,7 @@ class Runner {
   struct StoredMatch {
     std::vector<std::uint32_t> vars;
     bool skip_repeats = false;
+    std::vector<std::uint32_t> distinct;  // see distinct_matches.hpp; empty: every match counts
   };
   const StoredMatch& stored_match(std::size_t rule);
 
@@ -58,6 +60,7 @@ class Runner {
   std::vector<Value> projected_;  // one match, on the variables its rule's actions read
   std::vector<std::optional<StoredMatch>> stored_match_;  // per rule
   RecentMatches recent_matches_;  // of the rule being searched
+  DistinctMatches distinct_matches_;  // of the variant being searched
   std::chrono::steady_clock::time_point start_;
 };
 
